@@ -1,0 +1,94 @@
+"""Markdown block structure from markdown-it-py: headings and code regions with line numbers.
+
+Only top-level ATX headings (``#`` .. ``######`` at block level 0) count as headings;
+headings inside fenced or indented code, block quotes or lists do not. Line numbers are
+1-based and come from markdown-it's token maps. An unterminated fence runs to the end of
+the document, as CommonMark specifies.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from markdown_it import MarkdownIt
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    level: int
+    text: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    lines: list[str]
+    headings: list[Heading]
+    code_lines: frozenset[int]
+    """1-based numbers of lines inside fenced or indented code, fence markers included."""
+
+    def in_code(self, line: int) -> bool:
+        return line in self.code_lines
+
+
+@cache
+def _parser() -> MarkdownIt:
+    # Inline parsing is not needed (heading text is the inline token's raw content), and
+    # setext headings and link reference definitions play no part in the contracts.
+    return MarkdownIt("commonmark").disable(["inline", "text_join", "lheading", "reference"])
+
+
+def parse_structure(text: str, lines: list[str]) -> Structure:
+    tokens = _parser().parse(text)
+    headings: list[Heading] = []
+    code: set[int] = set()
+    for index, token in enumerate(tokens):
+        if token.type in ("fence", "code_block") and token.map is not None:
+            start, end = token.map
+            code.update(range(start + 1, end + 1))
+        elif (
+            token.type == "heading_open"
+            and token.level == 0
+            and token.markup.startswith("#")
+            and token.map is not None
+        ):
+            inline = tokens[index + 1]
+            headings.append(
+                Heading(level=int(token.tag[1]), text=inline.content.strip(), line=token.map[0] + 1)
+            )
+    return Structure(lines=lines, headings=headings, code_lines=frozenset(code))
+
+
+FIELD_RE = re.compile(r"^\*\*(?P<name>[A-Za-z][^*:\n]*?):\*\*\s*(?P<value>.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    value: str
+    line: int
+
+
+def parse_fields(structure: Structure, start: int, end: int) -> dict[str, Field]:
+    """Bold ``**Name:** value`` fields between lines ``start`` and ``end`` (inclusive).
+
+    A field's value runs on over the following lines until the next field; unknown
+    fields are kept. Lines inside code are skipped.
+    """
+    fields: dict[str, Field] = {}
+    current: str | None = None
+    values: dict[str, list[str]] = {}
+    for number in range(start, end + 1):
+        if structure.in_code(number):
+            continue
+        raw = structure.lines[number - 1]
+        match = FIELD_RE.match(raw.strip())
+        if match:
+            current = match.group("name").strip()
+            values[current] = [match.group("value").strip()]
+            fields[current] = Field(current, "", number)
+        elif current is not None:
+            values[current].append(raw.strip())
+    return {name: Field(name, "\n".join(values[name]).strip(), field.line) for name, field in fields.items()}

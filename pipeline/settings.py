@@ -1,0 +1,96 @@
+"""Defaults from params/ and the user's overrides, read with the standard library only."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+USER_PARAMS = "designloop.toml"
+
+
+def data_dir(name: str) -> Path:
+    """A shipped data directory (params, agents, prompts), installed or in a checkout."""
+    installed = PACKAGE_DIR / "_data" / name
+    if installed.is_dir():
+        return installed
+    return PACKAGE_DIR.parent / name
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise InputError("params file not found", file=path) from None
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"invalid TOML: {exc}", file=path, line=line, hint="fix the TOML syntax") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    window: int = 200
+    cap: int = 6
+    single_slice_max: int = 250
+    whole_doc_floor: int = 300
+    iteration_budget: int = 3
+    periodic_whole_doc_every: int = 5
+    sync_suggestion_at: int = 5
+    section_length_cap: int = 150
+    top_level_line_cap: int = 2000
+    top_level_token_cap: int = 50000
+    chars_per_token: int = 4
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def limits_from(data: dict[str, Any], source: Path) -> Limits:
+    flat: dict[str, int] = {}
+    known = set(Limits.__dataclass_fields__)
+    for group in ("partition", "loop", "limits"):
+        for key, value in data.get(group, {}).items():
+            if key not in known:
+                raise InputError(
+                    f"unknown setting [{group}] {key}", file=source, hint=f"known: {sorted(known)}"
+                )
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InputError(f"[{group}] {key} must be a positive integer", file=source)
+            flat[key] = value
+    return Limits(**flat)
+
+
+@cache
+def default_params() -> dict[str, Any]:
+    return load_toml(data_dir("params") / "defaults.toml")
+
+
+def load_limits(repo_root: Path | None = None) -> Limits:
+    data = default_params()
+    source = data_dir("params") / "defaults.toml"
+    if repo_root is not None and (repo_root / USER_PARAMS).is_file():
+        source = repo_root / USER_PARAMS
+        data = _merge(data, load_toml(source))
+    return limits_from(data, source)
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The nearest ancestor holding ``.git``, else the current directory (formats.md §1)."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return Path.cwd().resolve()

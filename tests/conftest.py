@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+try:  # no test may reach a model provider
+    import pydantic_ai.models
+
+    pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+except ImportError:  # the agents extra is not installed
+    pass
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "docs" / "adr" / "0001-request-rate-limiter"
+STAMP = "<!-- workflow-sha: " + "a" * 40 + " -->"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(args: list[str]) -> CliResult:
+    from pipeline.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.argv
+    sys.argv = ["designloop", *args]
+    code = 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = old
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli() -> Callable[[list[str]], CliResult]:
+    return run_cli
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    target = tmp_path / "0001-request-rate-limiter"
+    shutil.copytree(EXAMPLE, target)
+    return target
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+def design(*sections: str, title: str = "# Title", stamp: bool = True, overview: bool = True) -> str:
+    parts = [STAMP] if stamp else []
+    parts.append(title)
+    parts.append("")
+    if overview:
+        parts += ["## Overview", "", "What this is.", ""]
+    parts += list(sections)
+    return "\n".join(parts) + "\n"
+
+
+def body(name: str, text: str = "Prose.", footer: str | None = None) -> str:
+    out = f"## {name}\n\n**TL;DR:** Short.\n\n{text}\n"
+    if footer is not None:
+        out += f"\n{footer}\n"
+    return out

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import EXAMPLE, write
+
+from pipeline.design_doc import load_design
+from pipeline.plan import load_plan_file, load_tracks
+
+
+def test_example_tracks_parse() -> None:
+    tracks = load_tracks(EXAMPLE / "_workflow" / "plan")
+    assert [t.path.name for t in tracks] == ["track-1.md", "track-2.md"]
+    assert [e.title for e in tracks[0].decision_log] == ["Refill before every take", "Expire idle keys"]
+    assert [e.title for e in tracks[1].episodes] == [
+        "Episode 1: RateLimitMiddleware answers 429",
+        "Episode 2: Local fallback replaces plain fail-open",
+    ]
+    assert [e.marks_superseded for e in tracks[1].episodes] == [False, True]
+    refs = [(r.file, r.section) for r in tracks[1].refs]
+    assert refs == [("design.md", "Request flow"), ("design.md", "When Redis is unreachable")]
+
+
+def test_several_refs_on_one_line_and_fenced_refs_ignored(tmp_path: Path) -> None:
+    plan = load_plan_file(
+        write(
+            tmp_path / "implementation-plan.md",
+            '# P\n\n**Full design:** design.md §"A", design-mechanics.md §"B"\n\n'
+            '```\n**Full design:** design.md §"C"\n```\n**Full design:** somewhere\n',
+        )
+    )
+    assert [(r.line, r.file, r.section) for r in plan.refs] == [
+        (3, "design.md", "A"),
+        (3, "design-mechanics.md", "B"),
+        (8, None, None),
+    ]
+
+
+def test_track_order_is_numeric(tmp_path: Path) -> None:
+    for n in (10, 2, 1):
+        write(tmp_path / f"track-{n}.md", f"# T{n}\n")
+    assert [t.path.name for t in load_tracks(tmp_path)] == ["track-1.md", "track-2.md", "track-10.md"]
+
+
+def test_design_structure_of_example() -> None:
+    doc = load_design(EXAMPLE / "_workflow" / "design.md")
+    assert doc.title == (1, "Per-tenant request rate limiting")
+    assert [s.name for s in doc.body_sections()] == [
+        "Request flow",
+        "Bucket state in Redis",
+        "When Redis is unreachable",
+    ]
+    assert [(r.number, r.source) for r in doc.d_records()] == [(1, 1), (2, 2), (3, 3), (6, 6)]
+    assert [a.name for a in doc.anchors()] == ["Overview", "Core Concepts"]
+
+
+def test_parts_group_sections(tmp_path: Path) -> None:
+    doc = load_design(
+        write(tmp_path / "d.md", "# T\n\n## Overview\n\n# Part 1: Core\n\n## A\n\n# Part 2: Edge\n\n## B\n")
+    )
+    assert [(s.name, s.part) for s in doc.level2()] == [
+        ("Overview", None),
+        ("A", "Part 1: Core"),
+        ("B", "Part 2: Edge"),
+    ]

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.errors import WiringError
+from pipeline.settings import Limits
+from pipeline.slices import assert_fanout, cut_candidates, expected_slice_count, partition, whole_doc_guard
+
+line_kinds = st.sampled_from(["text", "", "## H", "# Part 1", "```", "   ", "### sub"])
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> list[str]:
+    kinds = draw(st.lists(line_kinds, min_size=1, max_size=2500))
+    return [f"{k} {i}" if k in ("text", "## H", "# Part 1", "### sub") else k for i, k in enumerate(kinds)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(documents(), st.integers(min_value=20, max_value=400), st.integers(min_value=1, max_value=8))
+def test_partition_properties(lines: list[str], window: int, cap: int) -> None:
+    total = len(lines)
+    parts = partition(lines, window, cap)
+    n = 1 if total <= 250 else min(cap, math.ceil(total / window))
+    assert len(parts) == n == expected_slice_count(total, window, cap)
+    assert parts[0][0] == 1 and parts[-1][1] == total
+    for (s1, e1), (s2, _) in itertools.pairwise(parts):
+        assert s2 == e1 + 1 and s2 > s1  # contiguous, strictly increasing
+    assert all(s <= e for s, e in parts)  # no empty slice
+    candidates = set(cut_candidates(lines))
+    for i, (start, _) in enumerate(parts[1:], start=1):
+        target = 1 + math.floor(i * total / n + 0.5)
+        snapped_ok = start in candidates or not lines[start - 1].strip()
+        assert start == target or (snapped_ok and abs(start - target) <= window / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(documents())
+def test_prefers_candidates_over_blanks(lines: list[str]) -> None:
+    parts = partition(lines)
+    candidates = cut_candidates(lines)
+    for i, (start, _) in enumerate(parts[1:], start=1):
+        target = 1 + math.floor(i * len(lines) / len(parts) + 0.5)
+        near = [c for c in candidates if abs(c - target) <= 100]
+        if near and start != target:
+            assert start in candidates
+
+
+def test_worked_example() -> None:
+    lines = ["text"] * 1000
+    lines[180] = "## A"  # line 181
+    lines[420] = "# Part 2"  # line 421
+    lines[610] = ""  # line 611
+    assert partition(lines) == [(1, 180), (181, 420), (421, 610), (611, 800), (801, 1000)]
+
+
+def test_fences_hide_candidates() -> None:
+    lines = ["x"] * 600
+    lines[299] = "```"
+    lines[300] = "## inside"
+    lines[301] = "```"
+    assert 301 not in cut_candidates(lines)
+    lines[301] = "x"  # unterminated: everything after stays fenced
+    assert cut_candidates(lines) == []
+
+
+def test_small_document_is_one_slice() -> None:
+    assert partition(["x"] * 250) == [(1, 250)]
+    assert len(partition(["x"] * 251)) == 2
+    assert len(partition(["x"] * 20_000)) == 6
+
+
+def test_self_check_and_guard() -> None:
+    limits = Limits()
+    assert_fanout(3, 500, limits)
+    with pytest.raises(WiringError, match="2 auditor spawn"):
+        assert_fanout(2, 900, limits)
+    assert whole_doc_guard({"slice_count": 1, "total_lines": 301}, "d.md") is not None
+    assert whole_doc_guard({"slice_count": 1, "total_lines": 300}, "d.md") is None
+    assert whole_doc_guard({"slice_count": 2, "total_lines": 900}, "d.md") is None
+    assert whole_doc_guard({}, "d.md") is None  # design-sync's single pass never trips it
+
+
+def test_slices_cli(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write(tmp_path / "design.md", "# T\n" + "\n".join(["x"] * 599) + "\n")
+    data = json.loads(cli(["slices", str(path)]).out)
+    assert data == {"total_lines": 600, "slice_count": 3, "slices": [[1, 200], [201, 400], [401, 600]]}
+    empty = write(tmp_path / "empty.md", "")
+    assert cli(["slices", str(empty)]).code == 2
