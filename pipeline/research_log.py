@@ -242,3 +242,35 @@ def parse_research_log(file: TextFile) -> ResearchLog:
 
 def load_research_log(path: Path) -> ResearchLog:
     return parse_research_log(read_text(path, what="research log"))
+
+
+def render_gate_entry(date: dt.date, verdict: str, items: list[tuple[str, str]]) -> str:
+    lines = [f"### {date.isoformat()} — {verdict}"]
+    lines += [f"- [ ] {severity}: {' '.join(text.split())}" for severity, text in items]
+    return "\n".join(lines) + "\n"
+
+
+def append_gate_entry(path: Path, date: dt.date, review: object) -> str:
+    """Append a dated entry for ``review`` (a ReviewOutput) under the gate record, atomically."""
+    from .textio import atomic_write
+
+    verdict = getattr(review, "verdict", "NEEDS REVISION")
+    findings = getattr(review, "findings", [])
+    items = [(f.severity, f"{f.section}: {f.message}" if f.section else f.message) for f in findings]
+    entry = render_gate_entry(date, verdict, items)
+    source = read_text(path, what="research log")
+    parse_research_log(source)  # refuse to touch a log that does not parse
+    text = source.text.rstrip("\n") + "\n"
+    structure = parse_structure(source.text, source.lines)
+    if _section_span(structure, GATE_RECORD) is None:
+        text += f"\n## {GATE_RECORD}\n"
+    text += "\n" + entry
+    if _section_span(structure, GATE_RECORD) is not None:
+        span = _section_span(structure, GATE_RECORD)
+        assert span is not None
+        lines = source.text.split("\n")
+        before = "\n".join(lines[: span[1]]).rstrip("\n")
+        after = "\n".join(lines[span[1] :]).strip("\n")
+        text = before + "\n\n" + entry + ("\n" + after + "\n" if after else "")
+    atomic_write(path, text, newline=source.newline, bom=source.bom)
+    return entry

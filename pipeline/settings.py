@@ -62,6 +62,8 @@ def limits_from(data: dict[str, Any], source: Path) -> Limits:
     flat: dict[str, int] = {}
     known = set(Limits.__dataclass_fields__)
     for group in ("partition", "loop", "limits"):
+        if not isinstance(data.get(group, {}), dict):
+            raise InputError(f"[{group}] must be a table", file=source)
         for key, value in data.get(group, {}).items():
             if key not in known:
                 raise InputError(
@@ -76,6 +78,16 @@ def limits_from(data: dict[str, Any], source: Path) -> Limits:
 @cache
 def default_params() -> dict[str, Any]:
     return load_toml(data_dir("params") / "defaults.toml")
+
+
+def merged_params(repo_root: Path | None = None) -> tuple[dict[str, Any], Path]:
+    """The defaults merged with the user's designloop.toml, and the file that had the last word."""
+    data = default_params()
+    source = data_dir("params") / "defaults.toml"
+    if repo_root is not None and (repo_root / USER_PARAMS).is_file():
+        source = repo_root / USER_PARAMS
+        data = _merge(data, load_toml(source))
+    return data, source
 
 
 def load_limits(repo_root: Path | None = None) -> Limits:
@@ -94,3 +106,24 @@ def repo_root(start: Path | None = None) -> Path:
         if (candidate / ".git").exists():
             return candidate
     return Path.cwd().resolve()
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    spawn_timeout: float = 600.0
+    warmup_delay: float = 60.0
+    bash_timeout: float = 10.0
+
+
+def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
+    raw = data.get("run", {})
+    if not isinstance(raw, dict):
+        raise InputError("[run] must be a table", file=source)
+    values: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in RunSettings.__dataclass_fields__:
+            raise InputError(f"unknown setting [run] {key}", file=source)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise InputError(f"[run] {key} must be a non-negative number", file=source)
+        values[key] = float(value)
+    return RunSettings(**values)

@@ -1,0 +1,231 @@
+"""The model-call layer every role goes through: a content-keyed cache and bounded retries.
+
+``CachedModel`` wraps any pydantic-ai model. Each request is keyed by the model name and
+the full request content (instructions, every message part, tool definitions and output
+schema), never by call order, and the response is stored in a diskcache. A repeated or
+resumed request is answered from the cache at zero cost. Transient provider errors (429
+honouring Retry-After, 5xx, timeouts, connection errors) are retried with tenacity,
+bounded and jittered. Provider SDK retries are switched off so retries happen once, here.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import diskcache
+from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RequestUsage
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity.wait import wait_base
+
+VOLATILE_KEYS = frozenset(
+    {
+        "timestamp",
+        "run_id",
+        "conversation_id",
+        "provider_response_id",
+        "metadata",
+        "provider_details",
+        "provider_url",
+        "state",
+        "usage",
+        "model_id",
+        "id",
+    }
+)
+
+#: The attempt number of the spawn being run: a deliberate re-run must not hit its own cache entry.
+ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("designloop_attempt", default=1)
+#: Where the current spawn's call records go.
+RECORDER: contextvars.ContextVar[CallLog | None] = contextvars.ContextVar("designloop_recorder", default=None)
+
+
+@dataclass(slots=True)
+class CallRecord:
+    model: str
+    cache_hit: bool
+    input_tokens: int
+    output_tokens: int
+    cost: Decimal | None
+
+
+@dataclass(slots=True)
+class CallLog:
+    calls: list[CallRecord] = field(default_factory=list)
+
+    @property
+    def paid(self) -> int:
+        return sum(1 for c in self.calls if not c.cache_hit)
+
+    @property
+    def hits(self) -> int:
+        return sum(1 for c in self.calls if c.cache_hit)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in sorted(value.items()) if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def request_key(
+    model_name: str,
+    messages: list[ModelMessage],
+    params: ModelRequestParameters,
+    settings: ModelSettings | None,
+    attempt: int = 1,
+) -> str:
+    body = {
+        "model": model_name,
+        "messages": _canonical(json.loads(ModelMessagesTypeAdapter.dump_json(messages))),
+        "tools": [
+            _canonical(t.__dict__ if not hasattr(t, "model_dump") else t.model_dump())
+            for t in [*params.function_tools, *params.output_tools]
+        ],
+        "output_mode": str(params.output_mode),
+        "allow_text_output": params.allow_text_output,
+        "settings": _canonical({k: v for k, v in (settings or {}).items() if k != "max_retries"}),
+    }
+    if attempt > 1:
+        body["attempt"] = attempt
+    raw = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ModelHTTPError):
+        return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
+    if isinstance(exc, ModelAPIError):
+        name = type(exc).__name__
+        return any(
+            word in name
+            for word in ("RateLimit", "Server", "Connection", "Timeout", "Unavailable", "Overloaded")
+        )
+    return isinstance(exc, TimeoutError | ConnectionError)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    headers = getattr(exc, "headers", None) or {}
+    value = headers.get("retry-after") if isinstance(headers, dict) else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class wait_retry_after(wait_base):
+    """Honour a provider's Retry-After (capped); otherwise jittered exponential backoff."""
+
+    def __init__(self, fallback: wait_base, cap: float) -> None:
+        self.fallback = fallback
+        self.cap = cap
+
+    def __call__(self, retry_state: Any) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        hinted = retry_after(exc) if exc is not None else None
+        if hinted is not None:
+            return min(hinted, self.cap)
+        return float(self.fallback(retry_state))
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int = 4
+    base: float = 0.5
+    max_wait: float = 30.0
+    retry_after_cap: float = 120.0
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+
+
+def response_cost(response: ModelResponse) -> Decimal | None:
+    try:
+        return Decimal(response.cost().total_price)
+    except Exception:  # unknown model or provider: no price, not an error
+        return None
+
+
+class CachedModel(WrapperModel):
+    """A model whose every request is content-keyed, cached and retried."""
+
+    def __init__(
+        self, wrapped: Model, cache: diskcache.Cache | None, policy: RetryPolicy | None = None
+    ) -> None:
+        super().__init__(wrapped)
+        self.cache = cache
+        self.policy = policy or RetryPolicy()
+
+    @property
+    def model_name(self) -> str:
+        return self.wrapped.model_name
+
+    @property
+    def system(self) -> str:
+        return self.wrapped.system
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        key = request_key(self.model_name, messages, model_request_parameters, model_settings, ATTEMPT.get())
+        recorder = RECORDER.get()
+        if self.cache is not None:
+            raw = self.cache.get(key)
+            if isinstance(raw, bytes):
+                cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
+                assert isinstance(cached, ModelResponse)
+                if recorder is not None:
+                    recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
+                return replace(cached, usage=RequestUsage())
+        settings: ModelSettings = {**(model_settings or {}), "max_retries": 0}
+        policy = self.policy
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(policy.attempts),
+            wait=wait_retry_after(
+                wait_random_exponential(multiplier=policy.base, max=policy.max_wait), policy.retry_after_cap
+            ),
+            sleep=policy.sleep,
+            reraise=True,
+        )
+        response: ModelResponse | None = None
+        async for attempt in retrying:
+            with attempt:
+                response = await self.wrapped.request(messages, settings, model_request_parameters)
+        assert response is not None
+        if self.cache is not None:
+            self.cache.set(key, ModelMessagesTypeAdapter.dump_json([response]))
+        if recorder is not None:
+            recorder.calls.append(
+                CallRecord(
+                    self.model_name,
+                    False,
+                    response.usage.input_tokens,
+                    response.usage.output_tokens,
+                    response_cost(response),
+                )
+            )
+        return response
+
+
+def open_cache(directory: Path) -> diskcache.Cache:
+    directory.mkdir(parents=True, exist_ok=True)
+    return diskcache.Cache(str(directory), size_limit=2**30)

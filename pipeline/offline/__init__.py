@@ -1,0 +1,33 @@
+"""The offline engine: deterministic, rule-based implementations of every role.
+
+Each role is a pydantic-ai FunctionModel that works through the role's own confined tools
+and returns the role's typed output, so the orchestrator cannot tell it from a model.
+"""
+
+from __future__ import annotations
+
+from pydantic_ai.models.function import FunctionModel
+
+from ..errors import InputError
+from . import absorption, adversarial, auditor, author, comprehension, editor, fidelity
+from .driver import Engine, engine_model
+
+ENGINES: dict[str, Engine] = {
+    "design-author": author.run,
+    "readability-auditor": auditor.run,
+    "absorption-check": absorption.run,
+    "fidelity-check": fidelity.run,
+    "comprehension-review": comprehension.run,
+    "adversarial-review": adversarial.run,
+    "inline-editor": editor.run,
+}
+
+
+def offline_model(role: str) -> FunctionModel:
+    engine = ENGINES.get(role)
+    if engine is None:
+        raise InputError(
+            f"the offline engine has no implementation of role {role!r}",
+            hint="configure a model for it with --role-model ROLE=MODEL",
+        )
+    return engine_model(role, engine)

@@ -1,0 +1,114 @@
+"""The offline absorption check (phase 1): two-way decision coverage between log and draft."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .driver import Observations
+from .logtext import log_from_text, records, similarity, view_of_decision
+from .text import antonym_conflict, doc_from_text
+
+MATCH = 0.5
+
+
+def _finding(
+    rule: str,
+    section: str | None,
+    message: str,
+    fix: str,
+    quote: str | None = None,
+    decision_shaped: bool = False,
+) -> dict[str, Any]:
+    return {
+        "severity": "should-fix",
+        "section": section,
+        "quote": quote,
+        "rule": rule,
+        "message": message,
+        "suggested_fix": fix,
+        "decision_shaped": decision_shaped,
+    }
+
+
+def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
+    log = log_from_text(log_text)
+    draft = doc_from_text(draft_text)
+    decisions = {d.number: view_of_decision(d) for d in log.decisions}
+    bearing = [view_of_decision(d) for d in log.load_bearing()]
+    recs = records(draft)
+    out: list[dict[str, Any]] = []
+    covered: set[int] = set()
+    matched_records: set[int] = set()
+    for rec in recs:
+        if rec.source is not None:
+            if rec.source not in decisions:
+                out.append(
+                    _finding(
+                        "abs-bad-source",
+                        "Decision Records",
+                        f"D{rec.number} cites research-log D{rec.source}, which the log does not have",
+                        "point **Source:** at the log decision this record absorbs",
+                        f"D{rec.number}: {rec.title}",
+                    )
+                )
+                continue
+            covered.add(rec.source)
+            matched_records.add(rec.line)
+            source = decisions[rec.source]
+            conflict = antonym_conflict(rec.decision, source.decision)
+            if conflict:
+                out.append(
+                    _finding(
+                        "abs-drift",
+                        "Decision Records",
+                        f"D{rec.number} says '{conflict[0]}' where research-log D{rec.source} says "
+                        f"'{conflict[1]}'",
+                        "restate the decision as the log records it",
+                        f"D{rec.number}: {rec.title}",
+                    )
+                )
+    for decision in bearing:
+        if decision.number in covered:
+            continue
+        best = max(recs, key=lambda r: similarity(r, decision), default=None)
+        if best is not None and best.source is None and similarity(best, decision) >= MATCH:
+            covered.add(decision.number)
+            matched_records.add(best.line)
+            continue
+        out.append(
+            _finding(
+                "abs-missing-record",
+                f"D{decision.number}",
+                f"load-bearing research-log D{decision.number} ({decision.title}) has no decision record",
+                f"add '### D<n>: {decision.title}' under ## Decision Records with "
+                f"**Source:** research-log D{decision.number}",
+            )
+        )
+    all_log = list(decisions.values())
+    for rec in recs:
+        if rec.line in matched_records or rec.source is not None:
+            continue
+        if any(similarity(rec, d) >= MATCH for d in all_log):
+            continue
+        out.append(
+            _finding(
+                "abs-invented-decision",
+                "Decision Records",
+                f"D{rec.number} ({rec.title}) records a decision the research log does not have",
+                "take it to the research log's Decision Log and its adversarial gate, or drop it",
+                f"D{rec.number}: {rec.title}",
+                decision_shaped=True,
+            )
+        )
+    return out
+
+
+def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+    log_text, draft_text = obs.call_many(
+        [("read", {"path": params["research_log_path"]}), ("read", {"path": params["draft_path"]})]
+    )
+    for text in (log_text, draft_text):
+        if text.startswith(("refused:", "error:")):
+            raise RuntimeError(text)
+    findings = check(log_text, draft_text)
+    return {"verdict": "NEEDS REVISION" if findings else "PASS", "findings": findings}

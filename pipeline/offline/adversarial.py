@@ -1,0 +1,86 @@
+"""The offline adversarial review of a research log: forks without alternatives, missing
+rationales, and decisions that contradict each other."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from .driver import Observations
+from .logtext import alternatives, is_empty, log_from_text, view_of_decision
+from .text import antonym_conflict, containment, content_words, find_terms, jaccard, lexicon
+
+
+def _finding(severity: str, rule: str, section: str, message: str, fix: str) -> dict[str, Any]:
+    return {
+        "severity": severity,
+        "section": section,
+        "quote": None,
+        "rule": rule,
+        "message": message,
+        "suggested_fix": fix,
+        "decision_shaped": False,
+    }
+
+
+def check(log_text: str) -> list[dict[str, Any]]:
+    log = log_from_text(log_text)
+    views = [view_of_decision(d) for d in log.decisions]
+    out: list[dict[str, Any]] = []
+    forks = lexicon().fork_words
+    for d, view in zip(log.decisions, views, strict=True):
+        if not d.load_bearing and any(True for _ in find_terms(view.decision, forks)):
+            out.append(
+                _finding(
+                    "should-fix",
+                    "adv-no-alternative",
+                    d.id,
+                    f"{d.id} ({d.title}) chooses between options but names no rejected alternative",
+                    "name each alternative and why it lost under **Alternatives rejected:**",
+                )
+            )
+        if d.value("Rationale") is None or is_empty(view.rationale):
+            out.append(
+                _finding(
+                    "should-fix",
+                    "adv-no-rationale",
+                    d.id,
+                    f"{d.id} ({d.title}) gives no rationale",
+                    "add **Rationale:** with the reason this option won",
+                )
+            )
+    for (da, a), (db, b) in combinations(zip(log.decisions, views, strict=True), 2):
+        reason = _contradiction(a, b) or _contradiction(b, a)
+        if reason:
+            out.append(
+                _finding(
+                    "blocker",
+                    "adv-contradiction",
+                    f"{da.id}, {db.id}",
+                    f"{da.id} and {db.id} contradict each other: {reason}",
+                    "reconcile the two decisions, or record which one supersedes the other",
+                )
+            )
+    return out
+
+
+def _contradiction(a: Any, b: Any) -> str | None:
+    # b adopts what a rejected
+    for alt in alternatives(a.alternatives):
+        alt_words = content_words(alt)
+        if len(alt_words) >= 2 and containment(alt_words, content_words(b.decision)) >= 0.75:
+            return f"D{b.number} adopts '{alt}', which D{a.number} rejected"
+    if jaccard(a.key_terms, b.key_terms) >= 0.3:
+        conflict = antonym_conflict(a.decision, b.decision)
+        if conflict:
+            return f"D{a.number} says '{conflict[0]}' where D{b.number} says '{conflict[1]}'"
+    return None
+
+
+def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+    text = obs.call("read", path=params["research_log_path"])
+    if text.startswith(("refused:", "error:")):
+        raise RuntimeError(text)
+    findings = check(text)
+    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
+    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}

@@ -1,0 +1,30 @@
+"""The offline inline editor: applies the deterministic fixes for its flagged passages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import fixer
+from .driver import Observations
+from .text import parse_house_style
+
+
+def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+    output = params["output_path"]
+    current = obs.call("read", path=output)
+    if current.startswith(("refused:", "error:")):
+        raise RuntimeError(current)
+    flagged = params.get("flagged_passages") or []
+    text, fixed, left = fixer.apply(current, flagged, parse_house_style(obs.instructions))
+    if text != current:
+        first_old, _, _rest_old = current.partition("\n")
+        first_new, _, rest_new = text.partition("\n")
+        text = first_old + "\n" + rest_new if first_old != first_new else text
+        for old, new in fixer.edits(current, text):
+            result = obs.call("edit", path=output, old_string=old, new_string=new)
+            if result.startswith(("refused:", "error:")):
+                raise RuntimeError(result)
+    return {
+        "summary": f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.",
+        "output_path": output,
+    }

@@ -1,0 +1,251 @@
+"""Text utilities the offline roles share: prose extraction, sentences, terms, overlap."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from ..design_doc import DesignDoc, parse_design
+from ..settings import data_dir, load_toml
+from ..textio import decode
+
+CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
+LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")
+MARKUP_RE = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[A-Z0-9\"“(\[`*])")
+ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "Fig.", "No.")
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    stopwords: frozenset[str]
+    antonyms: tuple[tuple[str, str], ...]
+    fork_words: tuple[str, ...]
+    decision_phrases: tuple[str, ...]
+    empty_values: frozenset[str]
+    forward_refs: tuple[str, ...]
+
+
+@cache
+def lexicon() -> Lexicon:
+    data: dict[str, Any] = load_toml(data_dir("params") / "offline.toml")
+    return Lexicon(
+        stopwords=frozenset(data["stopwords"].split()),
+        antonyms=tuple((a, b) for a, b in data["antonyms"]),
+        fork_words=tuple(data["fork_words"]),
+        decision_phrases=tuple(data["decision_phrases"]),
+        empty_values=frozenset(data["empty_values"]),
+        forward_refs=tuple(data["forward_refs"]),
+    )
+
+
+def doc_from_text(text: str, name: str = "design.md") -> DesignDoc:
+    from pathlib import Path
+
+    return parse_design(decode(text.encode("utf-8"), Path(name)))
+
+
+def code_spans(line: str) -> list[str]:
+    return [m.group(2).strip() for m in CODE_SPAN_RE.finditer(line)]
+
+
+def clean(line: str, keep_code: bool = False) -> str:
+    """A prose line without inline code, link targets, emphasis markers or list markers."""
+    text = CODE_SPAN_RE.sub(lambda m: m.group(2) if keep_code else "CODE", line)
+    text = LINK_TARGET_RE.sub("]", text).replace("[", "").replace("]", "")
+    text = LIST_MARKER_RE.sub("", text)
+    return MARKUP_RE.sub("", text).strip()
+
+
+def is_prose(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(("#", "|", "<!--", ">")) and stripped != "---"
+
+
+@dataclass(slots=True)
+class Paragraph:
+    start: int
+    lines: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return " ".join(clean(t) for _, t in self.lines)
+
+    @property
+    def raw(self) -> str:
+        return " ".join(t.strip() for _, t in self.lines)
+
+
+def paragraphs(doc: DesignDoc, start: int = 1, end: int | None = None) -> list[Paragraph]:
+    """Prose paragraphs between two lines; a list item starts a paragraph of its own."""
+    out: list[Paragraph] = []
+    current: Paragraph | None = None
+    for number, line in doc.prose_lines(start, end):
+        if not is_prose(line):
+            current = None
+            continue
+        if current is None or LIST_MARKER_RE.match(line):
+            current = Paragraph(number)
+            out.append(current)
+        current.lines.append((number, line))
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    protected = text
+    for abbr in ABBREVIATIONS:
+        protected = protected.replace(abbr, abbr.replace(".", "\x00"))
+    parts = SENTENCE_SPLIT_RE.split(protected)
+    return [p.replace("\x00", ".").strip() for p in parts if p.strip()]
+
+
+def words(text: str) -> list[str]:
+    return WORD_RE.findall(text)
+
+
+def stem(word: str) -> str:
+    word = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    stop = lexicon().stopwords
+    return {stem(w) for w in words(text) if w.lower() not in stop and len(w) > 2 and not w.isdigit()}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def containment(part: set[str], whole: set[str]) -> float:
+    """How much of ``part`` appears in ``whole``."""
+    return len(part & whole) / len(part) if part else 0.0
+
+
+@cache
+def term_pattern(term: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(term).replace(r"\ ", r"\s+") + r"(?![\w-])", re.IGNORECASE)
+
+
+def find_terms(text: str, terms: tuple[str, ...]) -> Iterator[tuple[str, re.Match[str]]]:
+    for term in terms:
+        for match in term_pattern(term).finditer(text):
+            yield term, match
+
+
+def antonym_conflict(a: str, b: str) -> tuple[str, str] | None:
+    """A word pair where one text says X and the other says its opposite (and not X)."""
+    wa = {w.lower() for w in words(a)}
+    wb = {w.lower() for w in words(b)}
+    for x, y in lexicon().antonyms:
+        if x in wa and y in wb and x not in wb and y not in wa:
+            return x, y
+        if y in wa and x in wb and y not in wb and x not in wa:
+            return y, x
+    return None
+
+
+def numbers(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text))
+
+
+def quote_of(line: str, start: int, end: int, pad: int = 30) -> str:
+    """A short exact excerpt of ``line`` around a match."""
+    left = max(0, start - pad)
+    right = min(len(line), end + pad)
+    return line[left:right].strip()
+
+
+# --- house style, parsed from the role's own instructions -------------------------------
+
+RULE_HEAD_RE = re.compile(r"^##\s+(?P<id>[a-z][a-z0-9-]*):\s*(?P<title>.+)$")
+
+
+@dataclass(slots=True)
+class HouseRule:
+    id: str
+    title: str
+    severity: str = "should-fix"
+    terms: tuple[str, ...] = ()
+    known: frozenset[str] = frozenset()
+    limit: float | None = None
+    replace: dict[str, str] = field(default_factory=dict)
+    advice: str = ""
+
+
+def _split_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def parse_house_style(instructions: str) -> dict[str, HouseRule]:
+    rules: dict[str, HouseRule] = {}
+    current: HouseRule | None = None
+    for raw in instructions.splitlines():
+        head = RULE_HEAD_RE.match(raw.strip())
+        if head:
+            current = HouseRule(head.group("id"), head.group("title").strip())
+            rules[current.id] = current
+            continue
+        if current is None:
+            continue
+        key, sep, value = raw.partition(":")
+        key = key.strip()
+        if not sep:
+            continue
+        if key == "Severity":
+            current.severity = value.strip()
+        elif key == "Terms":
+            current.terms = tuple(_split_list(value))
+        elif key == "Known":
+            current.known = frozenset(_split_list(value))
+        elif key == "Limit":
+            match = re.search(r"\d+(?:\.\d+)?", value)
+            current.limit = float(match.group(0)) if match else None
+        elif key == "Replace":
+            for item in _split_list(value):
+                word, _, repl = item.partition("=")
+                current.replace[word.strip().lower()] = repl.strip()
+        elif not current.advice and raw.strip() and not raw.startswith(("#", "-")):
+            current.advice = raw.strip()
+    return rules
+
+
+def known_acronyms(instructions: str) -> frozenset[str]:
+    found: set[str] = set()
+    for line in instructions.splitlines():
+        if line.startswith("Known:"):
+            found.update(_split_list(line.partition(":")[2]))
+    return frozenset(found)
+
+
+ACRONYM_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*s?(?![\w-])")
+
+
+def acronyms_in(text: str) -> Iterator[re.Match[str]]:
+    return ACRONYM_RE.finditer(text)
+
+
+def acronym_base(token: str) -> str:
+    return token[:-1] if token.endswith("s") and token[:-1].isupper() else token
+
+
+def defines_acronym(text: str, acronym: str) -> bool:
+    """``long form (ACR)``, ``ACR (long form)``, ``**ACR**`` or ``ACR:`` defines it."""
+    esc = re.escape(acronym)
+    return bool(
+        re.search(rf"\(\s*{esc}s?\s*\)", text)
+        or re.search(rf"(?<![\w-]){esc}\s*\([a-z][^)]*\)", text)
+        or re.search(rf"\*\*{esc}\*\*", text)
+        or re.search(rf"(?<![\w-]){esc}s?\s*:\s", text)
+    )
