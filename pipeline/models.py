@@ -89,7 +89,9 @@ def resolve_models(
 
 def _provider_factory(http_client: Any, base_url: str | None) -> Any:
     def factory(name: str) -> Provider[Any]:
-        if name == "openai" and (http_client is not None or base_url is not None):
+        if name in ("openai", "openai-chat", "openai-responses") and (
+            http_client is not None or base_url is not None
+        ):
             from pydantic_ai.providers.openai import OpenAIProvider
 
             return OpenAIProvider(base_url=base_url, http_client=http_client)

@@ -248,6 +248,8 @@ class Runtime:
         """Run the spawn; on malformed output or a time-out re-run once, then report INCONCLUSIVE."""
         role = spawn.role
         spec = self.model_specs.get(role.name, OFFLINE)
+        if role.name in self.model_overrides:
+            spec = self.model_overrides[role.name].model_name
         usage = Usage()
         error: str | None = None
         for attempt in (1, 2):
@@ -279,7 +281,8 @@ class Runtime:
                 continue
             except FAILURES as exc:
                 self._record(usage, log, spawn)
-                error = redact(f"{type(exc).__name__}: {exc}")
+                cause = f" ({' '.join(str(exc.__cause__).split())[:300]})" if exc.__cause__ else ""
+                error = redact(f"{type(exc).__name__}: {exc}{cause}")
                 continue
             finally:
                 ATTEMPT.reset(attempt_token)

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..design_doc import DesignDoc
+from . import prose_lint
 from .driver import Observations
 from .text import (
     HouseRule,
@@ -125,6 +126,10 @@ def audit(doc: DesignDoc, start: int, end: int, rules: dict[str, HouseRule]) -> 
     acro_rule = rules.get("hs-acronym")
     if acro_rule:
         _acronyms(doc, start, end, paras, acro_rule, out)
+    seen = {(f["rule"], f["section"], (f["quote"] or "").lower()) for f in out}
+    for item in prose_lint.lint(doc, paras):
+        if not any(item["quote"] and item["quote"].lower() == q and s == item["section"] for _, s, q in seen):
+            out.append(item)
     return out
 
 

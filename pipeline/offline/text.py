@@ -145,13 +145,16 @@ def find_terms(text: str, terms: tuple[str, ...]) -> Iterator[tuple[str, re.Matc
 
 
 def antonym_conflict(a: str, b: str) -> tuple[str, str] | None:
-    """A word pair where one text says X and the other says its opposite (and not X)."""
-    wa = {w.lower() for w in words(a)}
-    wb = {w.lower() for w in words(b)}
+    """A word pair where one text says X and the other says its opposite, counted as multisets."""
+    from collections import Counter
+
+    ca = Counter(w.lower() for w in words(a))
+    cb = Counter(w.lower() for w in words(b))
+    only_a, only_b = ca - cb, cb - ca
     for x, y in lexicon().antonyms:
-        if x in wa and y in wb and x not in wb and y not in wa:
+        if only_a[x] and only_b[y]:
             return x, y
-        if y in wa and x in wb and y not in wb and x not in wa:
+        if only_a[y] and only_b[x]:
             return y, x
     return None
 

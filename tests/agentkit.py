@@ -1,0 +1,98 @@
+"""Test helpers for the agent runtime: scripted models, a prepared design directory, a bridge."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from pipeline.design_dir import DesignDir, open_design_dir
+from pipeline.roles import load_roles
+from pipeline.runtime import Runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "docs" / "adr" / "0001-request-rate-limiter"
+CODE = ROOT / "examples" / "ratelimit"
+
+
+def make_repo(tmp_path: Path) -> DesignDir:
+    """A throwaway repository holding the example design directory and its code."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    shutil.copytree(CODE, repo / "code")
+    target = repo / "docs" / "adr" / "0001"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("reviews"))
+    (target / "designloop.toml").write_text('code_root = "../../../code"\n')
+    return open_design_dir(target)
+
+
+def runtime(d: DesignDir, **kw: Any) -> Runtime:
+    kw.setdefault("model_specs", {})
+    return Runtime(repo_root=d.repo_root, roles=load_roles(d.repo_root), **kw)
+
+
+def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+def scripted(output: dict[str, Any] | Callable[[list[ToolReturnPart]], dict[str, Any]],
+             reads: list[str] | None = None, calls: list[int] | None = None) -> FunctionModel:
+    """A model that reads its params file, then the given paths, then returns ``output``."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if calls is not None:
+            calls.append(1)
+        returns = tool_returns(messages)
+        first = next(p for m in messages if isinstance(m, ModelRequest) for p in m.parts
+                     if getattr(p, "part_kind", "") == "user-prompt")
+        params_path = str(first.content).rsplit("Params file:", 1)[1].strip()
+        plan = [params_path, *(reads or [])]
+        if len(returns) < len(plan):
+            path = plan[len(returns)]
+            return ModelResponse(parts=[ToolCallPart("read", {"path": path}, tool_call_id=f"r{len(returns)}")])
+        value = output(returns) if callable(output) else output
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, value, tool_call_id="out")])
+
+    return FunctionModel(respond, model_name="scripted")
+
+
+def chat_completion(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": tool, "arguments": json.dumps(args)}}]}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+def anthropic_message(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "tool_use", "id": call_id, "name": tool, "input": args}],
+        "stop_reason": "tool_use", "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 20},
+    }
+
+
+class LegacyBridge(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that sends through a legacy httpx.AsyncClient, where respx can see it."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        legacy = httpx.Request(request.method, str(request.url), headers=list(request.headers.multi_items()),
+                               content=body)
+        response = await self.client.send(legacy)
+        return httpx2.Response(response.status_code, headers=list(response.headers.multi_items()),
+                               content=response.content, request=request)

@@ -1,0 +1,254 @@
+"""The runtime: scripted roles, wire formats, a real local server, retries, INCONCLUSIVE, cache, budget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import respx
+from agentkit import LegacyBridge, anthropic_message, chat_completion, make_repo, runtime, scripted
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from pipeline.design_dir import DesignDir
+from pipeline.modelcache import RetryPolicy, open_cache
+from pipeline.models import build_model
+from pipeline.reviewing import review_once
+from pipeline.runtime import Budget, BudgetExceeded
+from pipeline.settings import Limits
+
+PASS = {"verdict": "PASS", "findings": []}
+FINDING = {"severity": "should-fix", "section": "Overview", "quote": "robust", "rule": "hs-ai-tell",
+           "message": "AI-tell word", "suggested_fix": "say reliable", "decision_shaped": False}
+
+
+def review(d: DesignDir, rt: Any, role: str, **kw: Any) -> Any:
+    return asyncio.run(review_once(rt, role, d, Limits(), **kw))
+
+
+@pytest.mark.parametrize("role", ["readability-auditor", "absorption-check", "comprehension-review",
+                                  "adversarial-review"])
+def test_each_review_role_through_a_scripted_model(tmp_path: Path, role: str) -> None:
+    d = make_repo(tmp_path)
+    rt = runtime(d, model_overrides={role: scripted({"verdict": "NEEDS REVISION", "findings": [FINDING]})})
+    run = review(d, rt, role)
+    assert [r.status for r in run.results] == ["ok"]
+    assert run.results[0].review is not None and run.results[0].review.findings[0].rule == "hs-ai-tell"
+    params = json.loads(run.results[0].params_path.read_text())
+    assert params["role"] == role and params["run_id"].startswith("review-")
+    if rt.roles[role].cold:
+        assert "research_log_path" not in params
+
+
+def test_author_and_fidelity_through_scripted_models(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    out = str(d.final.relative_to(d.repo_root))
+
+    def author(messages: Any, info: AgentInfo) -> Any:
+        from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("write", {"path": out, "content": "# Final\n"}, tool_call_id="w")])
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"summary": "wrote it", "output_path": out},
+                                                 tool_call_id="o")])
+
+    rt = runtime(d, model_overrides={"design-author": FunctionModel(author), "fidelity-check": scripted(PASS)})
+    run = review(d, rt, "design-author", draft=d.final)
+    assert run.results[0].status == "ok" and d.final.read_text() == "# Final\n"
+    assert review(d, rt, "fidelity-check").results[0].review.verdict == "PASS"
+
+
+def test_pass_with_a_should_fix_is_malformed_and_inconclusive_after_one_rerun(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    calls: list[int] = []
+    rt = runtime(d, model_overrides={"comprehension-review": scripted({"verdict": "PASS", "findings": [FINDING]},
+                                                                      calls=calls)})
+    result = review(d, rt, "comprehension-review").results[0]
+    assert result.status == "inconclusive" and result.attempts == 2
+    assert "malformed" in (result.error or "") or "validation" in (result.error or "").lower()
+    assert len(calls) == 4  # two attempts of two requests each: the re-run is not answered from the cache
+
+
+def test_a_timed_out_role_is_rerun_once_then_inconclusive(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+
+    async def slow(messages: Any, info: AgentInfo) -> Any:
+        await asyncio.sleep(5)
+
+    rt = runtime(d, timeout=0.2, model_overrides={"readability-auditor": FunctionModel(slow)})
+    result = review(d, rt, "readability-auditor").results[0]
+    assert result.status == "inconclusive" and result.attempts == 2
+
+
+def test_cache_hit_on_identical_request_and_miss_when_an_input_changes(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    calls: list[int] = []
+    draft = str(d.design.relative_to(d.repo_root))
+    model = scripted(PASS, reads=[draft], calls=calls)
+    cache = open_cache(tmp_path / "cache")
+
+    def run_once() -> Any:
+        rt = runtime(d, cache=cache, model_overrides={"absorption-check": model})
+        return review(d, rt, "absorption-check", run_id="same-run").results[0]
+
+    first = run_once()
+    assert len(calls) == 3 and first.usage.calls == 3 and first.usage.cache_hits == 0
+    again = run_once()
+    assert len(calls) == 3 and again.usage.calls == 0 and again.usage.cache_hits == 3
+    assert again.usage.total_tokens == 0
+    d.design.write_text(d.design.read_text() + "\nA new paragraph.\n")
+    changed = run_once()
+    # The first two requests are unchanged and answered from the cache; the one that carries the
+    # changed draft is new and paid for.
+    assert len(calls) == 4
+    assert changed.usage.cache_hits == 2 and changed.usage.calls == 1
+
+
+def test_transient_errors_are_retried_with_retry_after(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    failures = [ModelHTTPError(429, "m", body=None, headers={"retry-after": "7"}), ModelHTTPError(500, "m")]
+    slept: list[float] = []
+    inner = scripted(PASS)
+
+    class Flaky(FunctionModel):
+        async def request(self, *args: Any, **kwargs: Any) -> Any:
+            if failures:
+                raise failures.pop(0)
+            return await super().request(*args, **kwargs)
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    flaky = Flaky(inner.function, model_name="flaky")
+    rt = runtime(d, policy=RetryPolicy(attempts=4, base=0.01, max_wait=0.05, sleep=sleep),
+                 model_overrides={"comprehension-review": flaky})
+    result = review(d, rt, "comprehension-review").results[0]
+    assert result.status == "ok" and slept[0] == 7.0 and 0 <= slept[1] <= 0.05 and len(slept) == 2
+
+
+def test_a_non_transient_error_is_not_retried(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    attempts: list[int] = []
+
+    class Broken(FunctionModel):
+        async def request(self, *args: Any, **kwargs: Any) -> Any:
+            attempts.append(1)
+            raise ModelHTTPError(400, "m", body="bad request")
+
+    rt = runtime(d, model_overrides={"comprehension-review": Broken(scripted(PASS).function)})
+    result = review(d, rt, "comprehension-review").results[0]
+    assert result.status == "inconclusive" and len(attempts) == 2  # one per attempt, no retries
+
+
+def test_token_budget_stops_cleanly(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    rt = runtime(d, budget=Budget(max_tokens=60), model_overrides={"comprehension-review": scripted(PASS)})
+    with pytest.raises(BudgetExceeded) as info:
+        review(d, rt, "comprehension-review")
+    assert info.value.exit_code == 4
+
+
+def test_openai_chat_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = make_repo(tmp_path)
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # respx answers every request
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0000000000")
+    sent: list[dict[str, Any]] = []
+    with respx.mock(assert_all_called=True) as mock:
+        def answer(request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content)
+            sent.append(body)
+            if len(sent) == 1:
+                prompt = body["messages"][-1]["content"]
+                path = prompt.rsplit("Params file:", 1)[1].strip()
+                return httpx.Response(200, json=chat_completion("read", {"path": path}, "call_1"))
+            return httpx.Response(200, json=chat_completion("final_result", PASS, "call_2"))
+
+        mock.post("https://api.openai.com/v1/chat/completions").mock(side_effect=answer)
+        model = build_model("openai-chat:gpt-test", http_client=httpx.AsyncClient())
+        rt = runtime(d, model_overrides={"comprehension-review": model})
+        result = review(d, rt, "comprehension-review").results[0]
+    assert result.status == "ok" and result.review is not None and result.review.verdict == "PASS"
+    assert [t["function"]["name"] for t in sent[0]["tools"]] == ["read", "grep", "final_result"]
+    assert sent[1]["messages"][-1]["role"] == "tool" and "comprehension-review" in sent[1]["messages"][-1]["content"]
+    assert result.usage.input_tokens == 200 and result.usage.output_tokens == 40
+
+
+def test_anthropic_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = make_repo(tmp_path)
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # respx answers every request
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000000000000")
+    sent: list[dict[str, Any]] = []
+    with respx.mock(assert_all_called=True) as mock:
+        def answer(request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content)
+            sent.append(body)
+            if len(sent) == 1:
+                text = body["messages"][0]["content"]
+                text = text if isinstance(text, str) else text[0]["text"]
+                path = text.rsplit("Params file:", 1)[1].strip()
+                return httpx.Response(200, json=anthropic_message("read", {"path": path}, "toolu_1"))
+            return httpx.Response(200, json=anthropic_message("final_result", PASS, "toolu_2"))
+
+        mock.post("https://api.anthropic.com/v1/messages").mock(side_effect=answer)
+        client = httpx2.AsyncClient(transport=LegacyBridge(httpx.AsyncClient()))
+        model = build_model("anthropic:claude-test", http_client=client)
+        rt = runtime(d, model_overrides={"readability-auditor": model})
+        result = review(d, rt, "readability-auditor").results[0]
+    assert result.status == "ok" and result.review is not None
+    assert sent[0]["system"] and "readability auditor" in json.dumps(sent[0]["system"])
+    assert {t["name"] for t in sent[0]["tools"]} == {"read", "grep", "final_result"}
+
+
+class _Chat(BaseHTTPRequestHandler):
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if len(type(self).requests) == 1:
+            path = body["messages"][-1]["content"].rsplit("Params file:", 1)[1].strip()
+            payload = chat_completion("read", {"path": path}, "c1")
+        else:
+            payload = chat_completion("final_result", {"verdict": "NEEDS REVISION", "findings": [FINDING]}, "c2")
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_openai_compatible_server_on_loopback_through_the_default_stack(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pydantic_ai.models
+
+    d = make_repo(tmp_path)
+    _Chat.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        rt = runtime(d, model_specs={"readability-auditor": "openai:local-model"}, base_url=base)
+        result = review(d, rt, "readability-auditor").results[0]
+    finally:
+        server.shutdown()
+    assert result.status == "ok" and result.review is not None and result.review.verdict == "NEEDS REVISION"
+    assert [r["path"] for r in _Chat.requests] == ["/v1/chat/completions"] * 2
+    assert _Chat.requests[0]["body"]["model"] == "local-model"

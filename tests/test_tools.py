@@ -1,0 +1,99 @@
+"""Confinement: every escape refused, cold roles never read the research log, writes only to output_path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from agentkit import make_repo
+
+from pipeline.tools import ToolContext, bash, edit, forbid, glob_files, grep, psi, read, write
+
+
+class Ctx:
+    def __init__(self, deps: ToolContext) -> None:
+        self.deps = deps
+
+
+@pytest.fixture
+def repo(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return make_repo(tmp_path)
+
+
+def cold(d, role: str = "readability-auditor") -> Ctx:  # type: ignore[no-untyped-def]
+    item = forbid(d.research_log)
+    assert item is not None
+    return Ctx(ToolContext(role=role, repo_root=d.repo_root, forbidden=[item], code_root=d.code_root))
+
+
+def test_escapes_are_refused(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = cold(repo)
+    outside = repo.repo_root.parent / "secret.txt"
+    outside.write_text("secret")
+    assert read(ctx, "../secret.txt").startswith("refused:")  # type: ignore[arg-type]
+    assert read(ctx, str(outside)).startswith("refused:")  # type: ignore[arg-type]
+    (repo.repo_root / "link").symlink_to(outside)
+    assert read(ctx, "link").startswith("refused:")  # type: ignore[arg-type]
+    assert "secret" not in grep(ctx, "secret", ".")  # type: ignore[arg-type]
+    assert glob_files(ctx, "../*").startswith("refused:")  # type: ignore[arg-type]
+    assert len(ctx.deps.refusals) == 4
+
+
+def test_cold_roles_never_read_the_research_log(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = cold(repo)
+    log = repo.research_log
+    rel = str(log.relative_to(repo.repo_root))
+    assert read(ctx, rel).startswith("refused:")  # type: ignore[arg-type]
+    assert read(ctx, str(log)).startswith("refused:")  # type: ignore[arg-type]
+    (repo.repo_root / "notes.md").symlink_to(log)
+    assert read(ctx, "notes.md").startswith("refused:")  # type: ignore[arg-type]
+    os.link(log, repo.repo_root / "hard.md")
+    assert read(ctx, "hard.md").startswith("refused:")  # type: ignore[arg-type]
+    shutil.copy(log, repo.repo_root / "copy-of-decisions.txt")
+    assert read(ctx, "copy-of-decisions.txt").startswith("refused:")  # type: ignore[arg-type]
+    assert read(ctx, "docs/adr/0001/_workflow/../_workflow/research-log.md").startswith("refused:")  # type: ignore[arg-type]
+    hits = grep(ctx, "Adversarial gate record", ".")  # type: ignore[arg-type]
+    assert "research-log" not in hits and "copy-of-decisions" not in hits and "hard.md" not in hits
+    listing = read(ctx, "docs/adr/0001/_workflow")  # type: ignore[arg-type]
+    assert "research-log.md" not in listing and "design.md" in listing
+    assert "research-log.md" not in glob_files(ctx, "**/*.md")  # type: ignore[arg-type]
+    # A role allowed to read the log reads it.
+    warm = Ctx(ToolContext(role="absorption-check", repo_root=repo.repo_root))
+    assert "## Decision Log" in read(warm, rel)  # type: ignore[arg-type]
+
+
+def test_writes_only_to_output_path(repo) -> None:  # type: ignore[no-untyped-def]
+    out = repo.workflow / "design.md"
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=out))
+    assert write(ctx, "docs/adr/0001/_workflow/other.md", "x").startswith("refused:")  # type: ignore[arg-type]
+    assert write(ctx, str(repo.research_log), "x").startswith("refused:")  # type: ignore[arg-type]
+    assert not (repo.workflow / "other.md").exists()
+    assert write(ctx, str(out), "# T\n\nbody\n").startswith("wrote")  # type: ignore[arg-type]
+    assert edit(ctx, str(out), "body", "new body").startswith("edited")  # type: ignore[arg-type]
+    assert out.read_text() == "# T\n\nnew body\n"
+    assert "exactly once" in edit(ctx, str(out), "missing", "x")  # type: ignore[arg-type]
+    reader = Ctx(ToolContext(role="comprehension-review", repo_root=repo.repo_root))
+    assert edit(reader, str(out), "new", "old").startswith("refused:")  # type: ignore[arg-type]
+
+
+def test_bash_allow_list(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    assert "design.md" in bash(ctx, "ls docs/adr/0001/_workflow")  # type: ignore[arg-type]
+    assert bash(ctx, "cat /etc/passwd").startswith("refused:")  # type: ignore[arg-type]
+    assert bash(ctx, "ls | cat").startswith("refused:")  # type: ignore[arg-type]
+    assert bash(ctx, "git push origin").startswith("refused:")  # type: ignore[arg-type]
+    assert bash(ctx, "git diff --output=/tmp/x").startswith("refused:")  # type: ignore[arg-type]
+    assert bash(ctx, "rg --pre sh x").startswith("refused:")  # type: ignore[arg-type]
+    assert bash(ctx, "ls /").startswith("refused:")  # type: ignore[arg-type]
+    assert "refill" in bash(ctx, "grep -rn refill code")  # type: ignore[arg-type]
+
+
+def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, code_root=repo.code_root))
+    assert psi(ctx, "TokenBucket.take") == "method TokenBucket.take at code/ratelimit/bucket.py:36"  # type: ignore[arg-type]
+    assert "def bucket_key(tenant: str, route: str) -> str" in psi(ctx, "bucket_key", "signature")  # type: ignore[arg-type]
+    assert "code/ratelimit/middleware.py" in psi(ctx, "bucket_key", "references")  # type: ignore[arg-type]
+    assert psi(ctx, "NoSuchThing").startswith("no definition")  # type: ignore[arg-type]
+    assert psi(ctx, "ratelimit/store.py", "file") == "code/ratelimit/store.py"  # type: ignore[arg-type]
