@@ -7,7 +7,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import httpx2
@@ -155,6 +155,7 @@ def test_token_budget_stops_cleanly(tmp_path: Path) -> None:
     assert info.value.exit_code == 4
 
 
+@pytest.mark.filterwarnings("ignore:.*httpx.AsyncClient.*:DeprecationWarning")
 def test_openai_chat_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = make_repo(tmp_path)
     import pydantic_ai.models
@@ -211,9 +212,9 @@ def test_anthropic_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest
 
 
 class _Chat(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         if len(type(self).requests) == 1:
