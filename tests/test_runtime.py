@@ -155,7 +155,7 @@ def test_token_budget_stops_cleanly(tmp_path: Path) -> None:
     assert info.value.exit_code == 4
 
 
-@pytest.mark.filterwarnings("ignore:.*httpx.AsyncClient.*:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:.*httpx.AsyncClient")
 def test_openai_chat_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = make_repo(tmp_path)
     import pydantic_ai.models
