@@ -15,6 +15,7 @@ from .errors import DesignloopError, ExitCode
 
 
 def _typer_main(argv: list[str]) -> None:
+    from . import cli_runs  # noqa: F401  (registers the run commands)
     from .cli_app import app
 
     app(args=argv, prog_name="designloop")

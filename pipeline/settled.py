@@ -58,14 +58,15 @@ class SettledState:
             out[name] = "skip" if record and record.settled and record.hash == digest else "audit"
         return out
 
+    def keeps(self, hashes: dict[str, str], rule: str, section: str | None) -> bool:
+        """Whether a finding survives: wiring errors always; others unless settled and unchanged."""
+        if rule == WIRING_ERROR or section is None:
+            return True
+        return self.decide({section: hashes[section]}).get(section) != "skip" if section in hashes else True
+
     def filter(self, hashes: dict[str, str], findings: Iterable[Finding]) -> list[Finding]:
         """Drop findings on settled-and-unchanged sections; keep wiring errors always."""
-        decisions = self.decide(hashes)
-        kept: list[Finding] = []
-        for finding in findings:
-            if is_wiring(finding) or finding.section is None or decisions.get(finding.section) != "skip":
-                kept.append(finding)
-        return kept
+        return [f for f in findings if self.keeps(hashes, f.rule, f.section)]
 
     def update(
         self, hashes: dict[str, str], audited: Iterable[str], findings: Iterable[Finding], round_: int

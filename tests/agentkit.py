@@ -28,7 +28,8 @@ def make_repo(tmp_path: Path) -> DesignDir:
     (repo / ".git").mkdir(parents=True)
     shutil.copytree(CODE, repo / "code")
     target = repo / "docs" / "adr" / "0001"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("reviews"))
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("reviews", "design*.md"))
+    shutil.copy(ROOT / "tests" / "corpus" / "base" / "design.md", target / "_workflow" / "design.md")
     (target / "designloop.toml").write_text('code_root = "../../../code"\n')
     return open_design_dir(target)
 

@@ -10,8 +10,13 @@ from pathlib import Path
 from conftest import EXAMPLE, body, design, write
 
 
-def test_example_checks_clean(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["check", str(EXAMPLE)])
+def test_example_checks_clean(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    target = tmp_path / "example"
+    shutil.copytree(EXAMPLE, target)
+    shutil.copy(Path(__file__).parent / "corpus" / "base" / "design.md", target / "_workflow" / "design.md")
+    result = cli(["check", str(target)])
     assert result.code == 0 and json.loads(result.out) == []
 
 

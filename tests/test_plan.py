@@ -43,7 +43,7 @@ def test_track_order_is_numeric(tmp_path: Path) -> None:
 
 
 def test_design_structure_of_example() -> None:
-    doc = load_design(EXAMPLE / "_workflow" / "design.md")
+    doc = load_design(Path(__file__).parent / "corpus" / "base" / "design.md")
     assert doc.title == (1, "Per-tenant request rate limiting")
     assert [s.name for s in doc.body_sections()] == [
         "Request flow",

@@ -94,6 +94,7 @@ def build_base(base: str, corpus: Path, into: Path) -> DesignDir:
             ignore=shutil.ignore_patterns("reviews", "design-mutations.md"),
         )
         shutil.copytree(_examples_root() / "ratelimit", repo / "code")
+        shutil.copy(corpus / "base" / "design.md", target / "_workflow" / "design.md")
         shutil.copy(corpus / "base" / "design-final.md", target / "design-final.md")
         (target / "designloop.toml").write_text('code_root = "../../../code"\n')
     else:

@@ -1,0 +1,77 @@
+"""The graph's state (what changes across rounds) and its dependencies (what is handed in)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from .design_dir import DesignDir
+from .events import EventLog
+from .runtime import Runtime
+from .settings import Limits, RunSettings
+from .slices import Slice, partition_for
+from .stamp import WorkflowSha
+
+PHASE1 = "phase1-creation"
+PHASE4 = "phase4-creation"
+
+
+class RunState(TypedDict, total=False):
+    run_id: str
+    kind: str
+    round: int
+    budget: int
+    draft: str
+    author: dict[str, Any]
+    author_failures: int
+    flagged: list[dict[str, Any]]
+    mechanical: list[dict[str, Any]]
+    fanout: dict[str, Any]
+    audits: Annotated[list[dict[str, Any]], operator.add]
+    seconds: Annotated[list[dict[str, Any]], operator.add]
+    evaluation: dict[str, Any]
+    settled: dict[str, Any]
+    comprehension: dict[str, Any]
+    surfaced: Annotated[list[dict[str, Any]], operator.add]
+    notes: Annotated[list[str], operator.add]
+    usage: Annotated[list[dict[str, Any]], operator.add]
+    history: Annotated[list[dict[str, Any]], operator.add]
+    outcome: str
+    remaining: list[dict[str, Any]]
+    review_entry: int
+    stamped: bool
+    summary: str
+
+
+@dataclass(slots=True)
+class RunDeps:
+    """Services a run uses; never checkpointed, rebuilt on resume."""
+
+    runtime: Runtime
+    design: DesignDir
+    limits: Limits
+    settings: RunSettings
+    events: EventLog
+    run_dir: Path
+    workflow_sha: WorkflowSha
+    warmup: bool = True
+    partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
+
+    def rel(self, path: Path) -> str:
+        root = self.design.repo_root
+        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+    def abs(self, rel: str) -> Path:
+        path = Path(rel)
+        return path if path.is_absolute() else self.design.repo_root / path
+
+
+def blocking(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [f for f in findings if f.get("severity") in ("blocker", "should-fix")]
+
+
+def this_round(items: list[dict[str, Any]], round_: int) -> list[dict[str, Any]]:
+    return [i for i in items if i.get("round") == round_]
