@@ -329,10 +329,12 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     hashes: dict[str, str] = fan["hashes"]
     settled = SettledState.from_json(state.get("settled") or {})
     kept = [f for a in audits for f in a["findings"] if settled.keeps(hashes, f["rule"], f.get("section"))]
+    # Settled means returned clean: an INCONCLUSIVE slice settles nothing.
+    clean_audits = [a for a in audits if a["status"] == "ok"]
     audited = {
         s.name
         for s in load_design(deps.abs(state["draft"])).sections
-        for a in audits
+        for a in clean_audits
         if s.start <= a["slice"][1] and s.end >= a["slice"][0]
     }
     settled.update(hashes, audited, [_as_finding(f, state["draft"]) for f in kept], round_)

@@ -1,0 +1,68 @@
+"""Helpers for graph tests: scripted role engines, runs in a throwaway repository."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pipeline.design_dir import DesignDir
+from pipeline.offline.driver import Observations, engine_model
+from pipeline.run_state import RunDeps
+from pipeline.runner import RunResult, execute, prepare_run
+from pipeline.session import SessionOptions
+
+Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
+PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
+
+
+def finding(rule: str, severity: str = "should-fix", section: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"severity": severity, "section": section, "quote": extra.pop("quote", None), "rule": rule,
+            "message": extra.pop("message", f"{rule} finding"), "suggested_fix": "fix it",
+            "decision_shaped": extra.pop("decision_shaped", False)}
+
+
+def returns(output: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]) -> Engine:
+    def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+        return output(params) if callable(output) else output
+
+    return run
+
+
+def writes(text: Callable[[int], str]) -> Engine:
+    """An author that writes ``text(round)`` to its output path."""
+
+    def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+        result = obs.call("write", path=params["output_path"], content=text(int(params["round"])))
+        assert result.startswith("wrote"), result
+        return {"summary": f"wrote round {params['round']}", "output_path": params["output_path"]}
+
+    return run
+
+
+def long_design(flag_word: str | None = None, sections: int = 14) -> str:
+    """A clean design of about 340 lines (two auditor slices); ``flag_word`` lands in the last section."""
+    out = ["# Generated design", "", "## Overview", "", "A small service keeps counters for each tenant.", ""]
+    for i in range(sections):
+        out += [f"## Part of the service {i}", "", f"**TL;DR:** Component {i} keeps one counter per tenant.", ""]
+        for j in range(10):
+            word = f" {flag_word}" if flag_word and i == sections - 1 and j == 3 else ""
+            out += [f"Step {j} of component {i} stores one{word} value in its table.", ""]
+    return "\n".join(out)
+
+
+def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool = False) -> Path:
+    _, run_dir = prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup)
+    return run_dir
+
+
+def go(run_dir: Path, models: dict[str, Engine] | None = None, resume: bool = False,
+       tweak: Callable[[RunDeps], None] | None = None) -> RunResult:
+    def configure(deps: RunDeps) -> None:
+        for role, engine in (models or {}).items():
+            deps.runtime.model_overrides[role] = engine_model(role, engine)
+        if tweak is not None:
+            tweak(deps)
+
+    return asyncio.run(execute(run_dir, resume=resume, configure=configure))

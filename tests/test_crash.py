@@ -1,0 +1,137 @@
+"""A run killed with SIGKILL in the middle of a fan-out resumes without re-paying finished calls.
+
+The model is a scripted OpenAI-compatible server on 127.0.0.1; designloop runs as a real
+subprocess through its default HTTP stack, and is killed while one auditor slice waits
+for its answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentkit import chat_completion, make_repo
+from graphkit import long_design
+
+from pipeline.review_log import parse_entries
+from pipeline.slices import partition
+from pipeline.stamp import has_stamp
+
+DOC = long_design(sections=22) + "\n"  # 534 lines: three auditor slices
+PASS = {"verdict": "PASS", "findings": []}
+
+
+class Script(BaseHTTPRequestHandler):
+    log: ClassVar[list[dict[str, Any]]] = []
+    phase: ClassVar[str] = "first"
+    blocked_slice: ClassVar[int | None] = None
+    release: ClassVar[threading.Event] = threading.Event()
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        messages = body["messages"]
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        params_path = prompt.rsplit("Params file:", 1)[1].strip()
+        last = messages[-1]
+        if last["role"] == "user":
+            stage, reply = "read", chat_completion("read", {"path": params_path}, "call-read")
+        elif last["content"].lstrip().startswith("{"):
+            params = json.loads(last["content"])
+            if params["role"] == "design-author":
+                stage = "write"
+                reply = chat_completion("write", {"path": params["output_path"], "content": DOC}, "call-write")
+            else:
+                stage = "final"
+                if params.get("slice") and params["slice"][0] == Script.blocked_slice and Script.phase == "first":
+                    self._record(params_path, params, "blocked")
+                    Script.release.wait(60)
+                    return
+                reply = chat_completion("final_result", PASS, "call-final")
+        else:
+            params = {}
+            stage = "final"
+            reply = chat_completion("final_result", {"summary": "wrote the design", "output_path": "x"},
+                                    "call-final")
+        if stage != "final" or last["role"] == "user":
+            params = {}
+        self._record(params_path, params, stage)
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _record(self, params_path: str, params: dict[str, Any], stage: str) -> None:
+        with Script.lock:
+            Script.log.append({"phase": Script.phase, "params": params_path, "stage": stage})
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _cli(args: list[str], cwd: Path) -> list[str]:
+    return [sys.executable, "-m", "pipeline.cli", *args]
+
+
+def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    runs = tmp_path / "runs"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Script)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    common = ["--runs-dir", str(runs), "--json"]
+    slices = partition(DOC.splitlines(), 200, 6)
+    assert len(slices) == 3
+    Script.log, Script.phase, Script.blocked_slice = [], "first", slices[2][0]
+    Script.release.clear()
+    try:
+        proc = subprocess.Popen(_cli(["create", str(d.root), "--model", "openai:scripted", "--base-url", base,
+                                      "--no-warmup", *common], d.repo_root), cwd=d.repo_root, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with Script.lock:
+                stages = Counter((e["params"].rsplit("/", 1)[-1], e["stage"]) for e in Script.log)
+            finished = sum(n for (name, stage), n in stages.items()
+                           if stage == "final" and ("-s" in name or "absorption" in name))
+            if stages[("r1-readability-auditor-s2.json", "blocked")] and finished == 3:
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"the fan-out never reached the kill point: {Script.log}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        Script.phase = "resume"
+        Script.release.set()
+        run_id = next(p.name for p in runs.iterdir() if (p / "run.json").is_file())
+        done = subprocess.run(_cli(["resume", run_id, *common], d.repo_root), cwd=d.repo_root, env=env,
+                              capture_output=True, text=True, timeout=180)
+    finally:
+        Script.release.set()
+        server.shutdown()
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "PASS" and result["review_log_entry"] == 1
+    after = Counter(e["params"].rsplit("/", 1)[-1] for e in Script.log if e["phase"] == "resume")
+    # Finished spawns: nothing asked again. The killed slice: only its unanswered request.
+    for name in ("r1-design-author.json", "r1-absorption-check.json", "r1-readability-auditor-s0.json",
+                 "r1-readability-auditor-s1.json"):
+        assert after[name] == 0, (name, after)
+    assert after["r1-readability-auditor-s2.json"] == 1
+    assert after["r1-comprehension-review.json"] == 2
+    assert has_stamp(d.design) and d.design.read_text().split("\n", 1)[1] == DOC
+    assert [e.number for e in parse_entries(d.mutations)] == [1]

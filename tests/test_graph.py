@@ -1,0 +1,189 @@
+"""The creation-kind graph end to end, with scripted and offline roles. No network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentkit import make_repo
+from graphkit import PASS, finding, go, long_design, returns, start, writes
+
+from pipeline.errors import ExitCode, WiringError
+from pipeline.events import read_events, replay
+from pipeline.research_log import load_research_log
+from pipeline.review_log import parse_entries
+from pipeline.settings import RunSettings
+from pipeline.slices import partition_for
+from pipeline.stamp import has_stamp
+
+
+def spawns(run_dir: Path) -> list[dict[str, Any]]:
+    return [e for e in read_events(run_dir) if e["type"] == "spawn"]
+
+
+def test_clean_in_round_one_with_the_offline_engine(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    run_dir = start(d, tmp_path)
+    result = go(run_dir)
+    assert result.exit_code == ExitCode.OK and result.state["outcome"] == "PASS" and result.state["round"] == 1
+    assert has_stamp(d.design)
+    entries = parse_entries(d.mutations)
+    assert [(e.number, e.kind, e.file) for e in entries] == [(1, "phase1-creation", "design.md")]
+    view = replay(run_dir.name, read_events(run_dir))
+    assert view.outcome == "PASS" and view.review_log_entry == 1
+    assert {s.role for s in view.spawns.values()} == {"design-author", "readability-auditor", "absorption-check",
+                                                      "comprehension-review"}
+    assert "PASS" in (run_dir / "summary.md").read_text()
+    data = result.to_json()
+    assert {"run_id", "kind", "outcome", "rounds", "findings", "usage", "review_log_entry"} <= set(data)
+
+
+def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    author = writes(lambda r: long_design("robust" if r == 1 else None))
+    result = go(run_dir, {"design-author": author, "absorption-check": returns(PASS),
+                          "comprehension-review": returns(PASS)})
+    assert result.state["outcome"] == "PASS" and result.state["round"] == 2
+    history = result.state["history"]
+    assert [h["dual_clean"] for h in history] == [False, True]
+    assert history[0]["slices"] == 2 and history[1]["skipped_slices"] == 1
+    skipped = [e for e in read_events(run_dir) if e["type"] == "slice_skipped"]
+    assert [e["round"] for e in skipped] == [2] and skipped[0]["slice"][0] == 1
+    audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor"]
+    assert sorted((s["round"], s["slice"][0] == 1) for s in audits) == [(1, False), (1, True), (2, False)]
+    assert all(s["params"].endswith(".json") for s in audits)
+
+
+def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    dense = {"verdict": "NEEDS REVISION", "findings": [finding("hs-sentence-length", section="Overview")]}
+    result = go(run_dir, {"readability-auditor": returns(dense)})
+    assert result.exit_code == ExitCode.FINDINGS and result.state["outcome"] == "SHOULD-FIX REMAINS"
+    assert result.state["round"] == 3 and len(result.state["history"]) == 3
+    log = d.mutations.read_text()
+    assert "**Iterations**: 3 of 3 (SHOULD-FIX REMAINS)" in log and "debt:" in log
+    assert has_stamp(d.design)
+
+
+def test_persistent_blocker(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    wiring = {"verdict": "NEEDS REVISION", "findings": [finding("abs-wiring", severity="blocker")]}
+    result = go(run_dir, {"absorption-check": returns(wiring)})
+    assert result.state["outcome"] == "BLOCKER REMAINS" and result.exit_code == ExitCode.FINDINGS
+    assert "(BLOCKER REMAINS)" in d.mutations.read_text()
+
+
+def test_an_inconclusive_auditor_slice_prevents_dual_clean(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    malformed = {"verdict": "PASS", "findings": [finding("hs-hedge")]}
+    result = go(run_dir, {"readability-auditor": returns(malformed)})
+    assert result.state["outcome"] != "PASS"
+    assert all(not h["dual_clean"] and h["inconclusive"] for h in result.state["history"])
+    assert "INCONCLUSIVE" in d.mutations.read_text()
+    assert all(s["status"] == "inconclusive" for s in spawns(run_dir) if s["role"] == "readability-auditor")
+
+
+def _open_gate(log: Path) -> str:
+    text = log.read_text()
+    opened = text + "\n### 2026-11-25 — NEEDS REVISION\n- [ ] blocker: D2 ignores Redis cluster slots.\n"
+    log.write_text(opened)
+    return opened
+
+
+def test_gate_open_pauses_then_resumes_to_pass(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    opened = _open_gate(d.research_log)
+    run_dir = start(d, tmp_path)
+    result = go(run_dir)
+    assert result.exit_code == ExitCode.GATE_PAUSED and result.paused is not None
+    assert result.paused["gate"]["state"] == "open" and not d.mutations.exists()
+    assert replay(run_dir.name, read_events(run_dir)).state == "paused"
+    again = go(run_dir, resume=True)  # the log has not changed: still paused
+    assert again.exit_code == ExitCode.GATE_PAUSED
+    d.research_log.write_text(opened.replace("- [ ] blocker: D2", "- [x] blocker: D2"))
+    done = go(run_dir, resume=True)
+    assert done.exit_code == ExitCode.OK and done.state["outcome"] == "PASS"
+    assert [e.number for e in parse_entries(d.mutations)] == [1]
+    comprehension = [s for s in spawns(run_dir) if s["role"] == "comprehension-review"]
+    assert len(comprehension) == 1  # never ran while the gate was open
+
+
+def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    shaped = finding("cr-decision-shaped", quote="We decided to shard buckets by tenant hash.",
+                     message="a decision no record covers", decision_shaped=True, section="Overview")
+
+    def comprehension(params: dict[str, Any]) -> dict[str, Any]:
+        return {"verdict": "NEEDS REVISION", "findings": [shaped]} if params["round"] == 1 else PASS
+
+    result = go(run_dir, {"comprehension-review": returns(comprehension)})
+    assert result.exit_code == ExitCode.GATE_PAUSED and result.state["round"] == 2
+    log = load_research_log(d.research_log)
+    surfaced = log.decisions[-1]
+    assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value("Status")
+    assert log.gate().state == "open" and f"D{surfaced.number}" in log.gate().open_items[0].text
+    text = d.research_log.read_text()
+    d.research_log.write_text(text.replace("- [ ] should-fix: D", "- [x] should-fix: D"))
+    done = go(run_dir, resume=True)
+    assert done.state["outcome"] == "PASS" and done.state["round"] == 2
+    assert f"surfaced: D{surfaced.number} by comprehension-review" in d.mutations.read_text()
+    assert d.research_log.read_text().count("**Status:** surfaced by comprehension-review") == 1
+
+
+def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path, kind="phase4-creation")
+    result = go(run_dir)
+    assert result.state["outcome"] == "PASS", result.state.get("remaining")
+    assert not has_stamp(d.final) and d.final.read_text().startswith("# ")
+    cold = [s for s in spawns(run_dir) if s["role"] in ("readability-auditor", "comprehension-review",
+                                                        "fidelity-check")]
+    assert {s["role"] for s in cold} == {"readability-auditor", "comprehension-review", "fidelity-check"}
+    for spawn in cold:
+        assert not any("research-log" in path for path in spawn["reads"]), spawn
+        params = json.loads((d.repo_root / spawn["params"]).read_text())
+        assert "research_log_path" not in params
+    assert parse_entries(d.mutations)[-1].file == "design-final.md"
+    review = result.state["comprehension"]["output_path"]
+    assert (d.repo_root / review).read_text().startswith("Verdict: PASS")
+
+
+def test_the_slice_count_self_check_catches_a_wrong_fan_out(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    author = writes(lambda r: long_design())
+
+    def wrong(deps: Any) -> None:
+        deps.partition = lambda lines, limits: partition_for(lines, limits)[:-1]
+
+    with pytest.raises(WiringError, match="slice-count self-check"):
+        go(run_dir, {"design-author": author}, tweak=wrong)
+    assert [e for e in read_events(run_dir) if e["type"] == "stopped"]
+    assert not [s for s in spawns(run_dir) if s["role"] == "readability-auditor"]
+
+
+def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
+    outcomes = []
+    for warm in (True, False):
+        d = make_repo(tmp_path / str(warm))
+        run_dir = start(d, tmp_path / str(warm), warmup=warm)
+        models = {"design-author": writes(lambda r: long_design("robust" if r == 1 else None))}
+
+        def slow_warmup(deps: Any) -> None:
+            deps.settings = RunSettings(warmup_delay=0.3)
+
+        result = go(run_dir, models, tweak=slow_warmup)
+        audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor" and s["round"] == 1]
+        outcomes.append((result.state["outcome"], result.state["round"], d.design.read_text().split("\n", 1)[1],
+                         [s["findings"] for s in sorted(audits, key=lambda s: s["slice"][0])]))
+        if warm:
+            assert audits[0]["slice"][0] == 1  # the first spawn ran alone before the rest
+    assert outcomes[0] == outcomes[1]
