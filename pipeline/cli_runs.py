@@ -53,12 +53,11 @@ def _execute(
 
 def _present(run_dir: Path, result: Any) -> None:
     from rich.console import Console
-    from rich.markdown import Markdown
 
     console = Console()
     summary = run_dir / "summary.md"
     if result.exit_code in (ExitCode.OK, ExitCode.FINDINGS) and summary.is_file():
-        console.print(Markdown(summary.read_text(encoding="utf-8")))
+        console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False)
     if result.paused:
         console.print(f"[yellow]paused at the S3 gate:[/yellow] {result.message}")
         console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
@@ -256,3 +255,11 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
             view.directory,
         )
     Console().print(table)
+
+
+@app.command(name="graph")
+def graph_command() -> None:
+    """Print the creation-kind graph as a Mermaid diagram, drawn by LangGraph from the graph itself."""
+    from .graph import build_graph
+
+    typer.echo(build_graph().get_graph().draw_mermaid())

@@ -65,6 +65,7 @@ def build_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(RunState)
+    graph.add_node("step1_seed_scope", loop_nodes.step1_seed_scope)
     graph.add_node("step1_author", loop_nodes.step1_author)
     graph.add_node("step3_mechanical_checks", loop_nodes.step3_mechanical_checks)
     graph.add_node("respawn_author", loop_nodes.respawn_author)
@@ -82,7 +83,8 @@ def build_graph(
     graph.add_node("stamp", gate_nodes.stamp)
     graph.add_node("step9_present", gate_nodes.step9_present)
 
-    graph.add_edge(START, "step1_author")
+    graph.add_edge(START, "step1_seed_scope")
+    graph.add_edge("step1_seed_scope", "step1_author")
     graph.add_edge("step1_author", "step3_mechanical_checks")
     graph.add_conditional_edges(
         "step3_mechanical_checks", after_mechanical, ["respawn_author", "finish", "step4_plan_fanout"]

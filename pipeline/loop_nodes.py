@@ -27,10 +27,19 @@ INLINE_DRAFT_CHARS = 1500
 
 
 def deps_of(config: RunnableConfig) -> RunDeps:
-    deps = config.get("configurable", {}).get("deps")
-    if not isinstance(deps, RunDeps):
-        raise WiringError("the graph was run without its dependencies (configurable.deps)")
-    return deps
+    configurable = config.get("configurable", {})
+    deps = configurable.get("deps")
+    if isinstance(deps, RunDeps):
+        return deps
+    from .studio import deps_from_configurable
+
+    built = deps_from_configurable(configurable)
+    if built is None:
+        raise WiringError(
+            "the graph was run without its dependencies",
+            hint="pass configurable.deps, or configurable.directory (LangGraph Studio)",
+        )
+    return built
 
 
 def _usage(result: RoleResult, round_: int) -> dict[str, Any]:
@@ -72,6 +81,23 @@ def _base(state: RunState, deps: RunDeps, role: str) -> dict[str, Any]:
 def _flagged(items: list[dict[str, Any]]) -> list[FlaggedPassage]:
     keys = FlaggedPassage.model_fields
     return [FlaggedPassage(**{k: v for k, v in item.items() if k in keys}) for item in items]
+
+
+def step1_seed_scope(state: RunState, config: RunnableConfig) -> dict[str, Any]:
+    """Step 1 (before the author): settle the target file and the loop's budget for this kind."""
+    deps = deps_of(config)
+    kind = state.get("kind") or PHASE1
+    target = deps.design.design if kind == PHASE1 else deps.design.final
+    defaults: dict[str, Any] = {
+        "kind": kind,
+        "round": 1,
+        "budget": deps.limits.iteration_budget,
+        "draft": deps.rel(target),
+        "author_failures": 0,
+        "flagged": [],
+        "settled": {},
+    }
+    return {key: value for key, value in defaults.items() if key not in state}
 
 
 async def step1_author(state: RunState, config: RunnableConfig) -> dict[str, Any]:

@@ -187,3 +187,11 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
         if warm:
             assert audits[0]["slice"][0] == 1  # the first spawn ran alone before the rest
     assert outcomes[0] == outcomes[1]
+
+
+def test_the_documented_diagram_is_drawn_from_the_graph() -> None:
+    from pipeline.graph import build_graph
+
+    doc = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
+    block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]
+    assert block.strip() == "```mermaid\n" + build_graph().get_graph().draw_mermaid().rstrip() + "\n```"
