@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ class RunView:
             "cost_usd": round(self.cost, 6),
             "cache_hits": self.cache_hits,
             "message": self.message,
-            "spawns": [vars(s) | {} for s in self.spawns.values()],
+            "spawns": [asdict(s) for s in self.spawns.values()],
             "checks": self.checks,
         }
 

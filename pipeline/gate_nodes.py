@@ -179,7 +179,10 @@ def finish(state: RunState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def _diff_summary(state: RunState, deps: Any) -> str:
-    doc = load_design(deps.abs(state["draft"]))
+    path = deps.abs(state["draft"])
+    if not path.is_file() or path.stat().st_size == 0:
+        return f"The author wrote no {path.name}; nothing was created over {state['round']} round(s)."
+    doc = load_design(path)
     body = [s.name for s in doc.body_sections()]
     records = len(doc.d_records())
     verb = "Created" if state["kind"] == PHASE1 else "Created the final design"
@@ -241,6 +244,8 @@ def stamp(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     if state["kind"] != PHASE1:
         return {"stamped": False}
     path = deps.abs(state["draft"])
+    if not path.is_file() or path.stat().st_size == 0:
+        return {"stamped": False}  # nothing was written: there is nothing to stamp
     wrote = prepend_stamp(path, deps.workflow_sha)
     deps.events.emit("stamp", path=deps.rel(path), wrote=wrote)
     return {"stamped": has_stamp(path)}
@@ -252,7 +257,7 @@ def step9_present(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     path = deps.abs(state["draft"])
     before_path = deps.run_dir / "before.md"
     before = before_path.read_text(encoding="utf-8").splitlines(keepends=True) if before_path.exists() else []
-    after = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    after = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
     diff = "".join(difflib.unified_diff(before, after, f"a/{deps.rel(path)}", f"b/{deps.rel(path)}"))
     log = deps.design.mutations.read_text(encoding="utf-8")
     marker = f"## Mutation {state['review_entry']} —"

@@ -127,9 +127,10 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
         ) from None
 
 
-def settings_for(spec: str) -> ModelSettings:
-    """Per-provider settings: Anthropic prompt caching on for instructions and tools."""
-    if spec.startswith("anthropic:"):
+def settings_for(system: str) -> ModelSettings:
+    """Per-provider settings (by the model's ``system``): Anthropic prompt caching on for
+    instructions and tool definitions."""
+    if system == "anthropic":
         return {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True}  # type: ignore[typeddict-unknown-key]
     return {}
 

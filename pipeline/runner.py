@@ -45,11 +45,15 @@ class RunResult:
     state: dict[str, Any]
     paused: dict[str, Any] | None = None
     message: str | None = None
+    spent: Usage | None = None
+    """This process's own ledger, when it knows more than the checkpoint (a stop mid-node)."""
 
     def to_json(self) -> dict[str, Any]:
         usage = Usage()
         for item in self.state.get("usage", []):
             usage.merge(Usage.from_json(item))
+        if self.spent is not None and self.spent.total_tokens > usage.total_tokens:
+            usage = self.spent
         findings = self.state.get("remaining", [])
         return {
             "run_id": self.run_id,
@@ -111,7 +115,6 @@ def prepare_run(
 ) -> tuple[str, Path]:
     """Validate the inputs, write run.json and the before-snapshot; return the run id and its directory."""
     design = open_design_dir(directory, code_root)
-    session = open_session(design.repo_root, options)
     if kind == PHASE1:
         load_research_log(design.research_log)  # refuse an unreadable or malformed log up front
         target = design.design
@@ -123,6 +126,7 @@ def prepare_run(
                 hint="run designloop create first, or restore _workflow/design.md",
             )
         target = design.final
+    session = open_session(design.repo_root, options)  # after validation: bad input leaves nothing behind
     run_id = new_run_id(kind)
     run_dir = session.runs_dir / run_id
     run_dir.mkdir(parents=True)
@@ -213,9 +217,12 @@ async def execute(
         try:
             await graph.ainvoke(graph_input, config, durability="sync")
         except BudgetExceeded as exc:
-            deps.events.emit("stopped", message=exc.message)
+            spent = deps.runtime.ledger.total()
+            deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
             values = dict((await graph.aget_state(config)).values or {})
-            return RunResult(record["run_id"], kind, ExitCode.BUDGET, values, message=exc.render())
+            return RunResult(
+                record["run_id"], kind, ExitCode.BUDGET, values, message=exc.render(), spent=spent
+            )
         except (WiringError, InputError) as exc:
             deps.events.emit("stopped", message=exc.message)
             raise

@@ -222,14 +222,36 @@ class Runtime:
             if item is not None:
                 forbidden.append(item)
         output = Path(spawn.params.output_path) if role.writes and spawn.params.output_path else None
+        views = self._views(spawn)
         return ToolContext(
             role=role.name,
             repo_root=self.repo_root,
             output_path=output,
             forbidden=forbidden,
+            views=views,
             bash_timeout=self.bash_timeout,
             code_root=code_root,
         )
+
+    def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
+        """A role that reviews a target reads only its params file and, of the target, its slice,
+        the heading lines and the standing anchors (Overview, Core Concepts)."""
+        params = spawn.params
+        if params.target_path is None:
+            return None
+        target = Path(params.target_path)
+        target = (target if target.is_absolute() else self.repo_root / target).resolve()
+        views: dict[Path, frozenset[int] | None] = {spawn.params_path.resolve(): None, target: None}
+        if params.slice is not None and target.is_file():
+            from .design_doc import load_design
+
+            doc = load_design(target)
+            lines = set(range(params.slice[0], params.slice[1] + 1))
+            lines.update(h.line for h in doc.structure.headings if h.level <= 2)
+            for anchor in doc.anchors():
+                lines.update(range(anchor.start, anchor.end + 1))
+            views[target] = frozenset(lines)
+        return views
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role
@@ -261,7 +283,7 @@ class Runtime:
                     spawn.prompt,
                     deps=ctx,
                     usage_limits=self.budget.limits(self.ledger.total()),
-                    model_settings=settings_for(spec),
+                    model_settings=settings_for(self.model_for(role.name).system),
                     timeout=self.timeout,
                 )
             except UsageLimitExceeded as exc:

@@ -76,6 +76,8 @@ class ToolContext:
     forbidden: list[ForbiddenFile] = field(default_factory=list)
     bash_timeout: float = 10.0
     code_root: Path | None = None
+    views: dict[Path, frozenset[int] | None] | None = None
+    """When set, the only readable files; a line set shows those lines and blanks the rest."""
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
@@ -120,7 +122,21 @@ class ToolContext:
             raise self.refuse(f"{raw}: outside the repository root")
         if self.is_forbidden(real):
             raise self.refuse(f"{raw}: the research log is not readable by the {self.role} role")
+        if self.views is not None and real not in self.views and real != self.repo_root:
+            raise self.refuse(
+                f"{raw}: the {self.role} role reads only its params file and its slice of the draft"
+            )
         return real
+
+    def visible(self, real: Path, text: str) -> str:
+        """The text of ``real`` as this role may see it: masked lines are left empty."""
+        lines = self.views.get(real) if self.views is not None else None
+        if lines is None:
+            return text
+        return "".join(
+            line if number in lines else ("\n" if line.endswith("\n") else "")
+            for number, line in enumerate(text.splitlines(keepends=True), start=1)
+        )
 
     def rel(self, path: Path) -> str:
         return (
@@ -151,6 +167,8 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
     except Refused as exc:
         return _refusal(exc)
     if real.is_dir():
+        if deps.views is not None:
+            return _refusal(deps.refuse(f"{path}: the {deps.role} role may not list directories"))
         entries = [
             e.name + ("/" if e.is_dir() else "")
             for e in sorted(real.iterdir())
@@ -160,7 +178,7 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return "\n".join(entries) if entries else "(empty directory)"
     if not real.is_file():
         return f"error: {path}: no such file"
-    data = real.read_bytes()[: MAX_READ_CHARS * 4].decode("utf-8", "replace")
+    data = deps.visible(real, real.read_bytes()[: MAX_READ_CHARS * 4].decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
     lines = data.splitlines(keepends=True)
     start = max(1, offset) - 1
@@ -177,6 +195,8 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
         for name in sorted(filenames):
             path = Path(dirpath) / name
             real = path.resolve()
+            if deps.views is not None and real not in deps.views:
+                continue
             if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
                 found.append(path)
     return found
@@ -198,7 +218,7 @@ def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str 
         if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(file.name, glob):
             continue
         try:
-            text = file.read_text(encoding="utf-8")
+            text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
         for number, line in enumerate(text.splitlines(), start=1):

@@ -195,3 +195,76 @@ def test_the_documented_diagram_is_drawn_from_the_graph() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
     block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]
     assert block.strip() == "```mermaid\n" + build_graph().get_graph().draw_mermaid().rstrip() + "\n```"
+
+
+def test_an_author_that_writes_no_draft_is_respawned_once_then_the_run_stops(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    run_dir = start(d, tmp_path)
+    silent = returns(lambda params: {"summary": "done", "output_path": params["output_path"]})
+    result = go(run_dir, {"design-author": silent})
+    assert result.state["outcome"] == "BLOCKER REMAINS" and result.state["round"] == 2
+    assert [s["round"] for s in spawns(run_dir) if s["role"] == "design-author"] == [1, 2]
+    assert not [s for s in spawns(run_dir) if s["role"] != "design-author"]
+    assert "author-no-draft" in d.mutations.read_text()
+
+
+def test_a_draft_returned_inline_is_noted_and_the_file_is_used(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    text = d.design.read_text()
+
+    def chatty(params: dict[str, Any], obs: Any) -> dict[str, Any]:
+        obs.call("write", path=params["output_path"], content=text)
+        return {"summary": text, "output_path": params["output_path"]}
+
+    result = go(run_dir, {"design-author": chatty})
+    assert result.state["outcome"] == "PASS"
+    assert any("contract violation" in note for note in result.state["notes"])
+    assert "contract violation" in d.mutations.read_text()
+
+
+def test_budget_stop_and_resume_repays_nothing(tmp_path: Path, cli: Any) -> None:
+    d = make_repo(tmp_path)
+    runs = tmp_path / "runs"
+    stopped = cli(["create", str(d.root), "--budget", "3000", "--no-warmup", "--runs-dir", str(runs), "--json"])
+    assert stopped.code == ExitCode.BUDGET, stopped.err
+    data = json.loads(stopped.out)
+    assert data["outcome"] == "STOPPED" and "budget" in data["message"]
+    run_dir = runs / data["run_id"]
+    assert data["usage"]["calls"] > 0 and data["usage"]["total_tokens"] >= 3000
+    done = cli(["resume", data["run_id"], "--budget", "100000", "--runs-dir", str(runs), "--json"])
+    assert done.code == ExitCode.OK, done.err
+    result = json.loads(done.out)
+    assert result["outcome"] == "PASS" and result["review_log_entry"] == 1
+    resumed = [s for s in spawns(run_dir) if s["time"] > max(e["time"] for e in read_events(run_dir)
+                                                              if e["type"] == "stopped")]
+    assert sum(s["cache_hits"] for s in resumed) > 0  # the calls paid before the stop were not paid again
+    status = json.loads(cli(["status", data["run_id"], "--runs-dir", str(runs), "--json"]).out)
+    assert status["outcome"] == "PASS" and status["review_log_entry"] == 1
+    listing = json.loads(cli(["runs", "--runs-dir", str(runs), "--json"]).out)
+    assert [r["run_id"] for r in listing] == [data["run_id"]]
+
+
+def test_bad_input_exits_2_without_a_run(tmp_path: Path, cli: Any) -> None:
+    d = make_repo(tmp_path)
+    d.research_log.write_text(d.research_log.read_text().replace("### D2:", "### D1:"))
+    result = cli(["create", str(d.root), "--runs-dir", str(tmp_path / "runs"), "--json"])
+    assert result.code == ExitCode.BAD_INPUT and "duplicate decision ID D1" in result.err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert cli(["final", str(tmp_path / "nowhere")]).code == ExitCode.BAD_INPUT
+    assert cli(["resume", "no-such-run", "--runs-dir", str(tmp_path / "runs")]).code == ExitCode.BAD_INPUT
+
+
+def test_the_live_view_follows_the_events() -> None:
+    from pipeline.live import LiveState
+
+    state = LiveState("phase1-creation")
+    state.apply({"type": "round", "round": 2, "budget": 3})
+    state.apply({"type": "spawn", "round": 2, "role": "readability-auditor", "slice": [1, 200], "status": "ok",
+                 "findings": 1, "tokens": 900, "cost_usd": "0.0012", "cache_hits": 2})
+    state.apply({"type": "slice_skipped", "round": 2, "slice": [201, 400]})
+    state.apply({"type": "check", "round": 2, "check": "dual-clean", "clean": False})
+    assert state.round == 2 and state.tokens == 900 and str(state.cost) == "0.0012" and state.cached == 2
+    assert state.spawns["r2 readability-auditor 201-400"].startswith("skipped")
+    assert "dual-clean" in state.checks[0]

@@ -208,6 +208,7 @@ def test_anthropic_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest
         result = review(d, rt, "readability-auditor").results[0]
     assert result.status == "ok" and result.review is not None
     assert sent[0]["system"] and "readability auditor" in json.dumps(sent[0]["system"])
+    assert "cache_control" in json.dumps(sent[0])  # prompt caching on: instructions and tools
     assert {t["name"] for t in sent[0]["tools"]} == {"read", "grep", "final_result"}
 
 

@@ -97,3 +97,29 @@ def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
     assert "code/ratelimit/middleware.py" in psi(ctx, "bucket_key", "references")  # type: ignore[arg-type]
     assert psi(ctx, "NoSuchThing").startswith("no definition")  # type: ignore[arg-type]
     assert psi(ctx, "ratelimit/store.py", "file") == "code/ratelimit/store.py"  # type: ignore[arg-type]
+
+
+def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> None:  # type: ignore[no-untyped-def]
+    from agentkit import runtime
+
+    from pipeline.roles import load_roles
+    from pipeline.spawn import SpawnParams, prepare
+
+    text = repo.design.read_text()
+    repo.design.write_text(text + "\n## Appendix\n\n**TL;DR:** More.\n\nSecret appendix sentence.\n")
+    roles = load_roles(repo.repo_root)
+    section = next(n for n, line in enumerate(repo.design.read_text().splitlines(), 1) if line == "## Request flow")
+    params = SpawnParams(run_id="v", role="readability-auditor", kind="phase1-creation", target="design",
+                         target_path=str(repo.design.relative_to(repo.repo_root)), slice=(section, section + 8),
+                         slice_count=2, total_lines=400)
+    spawn = prepare(roles["readability-auditor"], params, repo.reviews, repo.repo_root)
+    rt = runtime(repo)
+    ctx = Ctx(rt.tool_context(spawn, repo.research_log, repo.code_root))
+    seen = read(ctx, params.target_path)  # type: ignore[arg-type]
+    assert "## Appendix" in seen and "Secret appendix sentence" not in seen  # heading yes, body no
+    assert "The API limits how fast" in seen  # the Overview anchor
+    assert "RateLimitMiddleware" in seen  # its own slice
+    assert len(seen.splitlines()) == len(repo.design.read_text().splitlines())  # line numbers kept
+    assert "Secret" not in grep(ctx, "Secret", params.target_path)  # type: ignore[arg-type]
+    assert read(ctx, "code/ratelimit/store.py").startswith("refused:")  # type: ignore[arg-type]
+    assert read(ctx, str(spawn.params_path)).startswith("{")  # type: ignore[arg-type]
