@@ -94,68 +94,53 @@ def _start(
     _execute(run_dir, False, as_json, kind)
 
 
-@app.command()
-def create(
-    directory: Annotated[Path, typer.Argument(help="the design directory")],
-    model: ModelOpt = None,
-    role_model: RoleModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    budget: BudgetOpt = None,
-    max_cost: CostOpt = None,
-    runs_dir: RunsOpt = None,
-    no_warmup: NoWarmupOpt = False,
-    code_root: CodeRootOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def _register(name: str, kind: str, doc: str) -> None:
+    def command(
+        directory: Annotated[Path, typer.Argument(help="the design directory")],
+        model: ModelOpt = None,
+        role_model: RoleModelOpt = None,
+        base_url: BaseUrlOpt = None,
+        budget: BudgetOpt = None,
+        max_cost: CostOpt = None,
+        runs_dir: RunsOpt = None,
+        no_warmup: NoWarmupOpt = False,
+        code_root: CodeRootOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _start(
+            kind,
+            directory,
+            model,
+            role_model,
+            base_url,
+            budget,
+            max_cost,
+            runs_dir,
+            no_warmup,
+            code_root,
+            as_json,
+        )
+
+    command.__doc__ = doc
+    app.command(name=name)(command)
+
+
+_register(
+    "create",
+    "phase1-creation",
     """phase1-creation: write _workflow/design.md from the research log and the code, and review it.
 
     Exit 0 PASS, 1 findings remain, 2 bad input, 3 paused at the adversarial gate, 4 budget reached.
-    """
-    _start(
-        "phase1-creation",
-        directory,
-        model,
-        role_model,
-        base_url,
-        budget,
-        max_cost,
-        runs_dir,
-        no_warmup,
-        code_root,
-        as_json,
-    )
-
-
-@app.command()
-def final(
-    directory: Annotated[Path, typer.Argument(help="the design directory")],
-    model: ModelOpt = None,
-    role_model: RoleModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    budget: BudgetOpt = None,
-    max_cost: CostOpt = None,
-    runs_dir: RunsOpt = None,
-    no_warmup: NoWarmupOpt = False,
-    code_root: CodeRootOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+    """,
+)
+_register(
+    "final",
+    "phase4-creation",
     """phase4-creation: write design-final.md from the frozen design, the track episodes and the code.
 
     Exit 0 PASS, 1 findings remain, 2 bad input, 4 budget reached.
-    """
-    _start(
-        "phase4-creation",
-        directory,
-        model,
-        role_model,
-        base_url,
-        budget,
-        max_cost,
-        runs_dir,
-        no_warmup,
-        code_root,
-        as_json,
-    )
+    """,
+)
 
 
 @app.command()

@@ -75,3 +75,22 @@ def blocking(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def this_round(items: list[dict[str, Any]], round_: int) -> list[dict[str, Any]]:
     return [i for i in items if i.get("round") == round_]
+
+
+def build_deps(
+    runtime: Runtime, design: DesignDir, limits: Limits, settings: RunSettings, run_dir: Path, warmup: bool
+) -> RunDeps:
+    """A run's services; the workflow SHA covers the agents and prompts the run uses."""
+    from .roles import workflow_paths
+
+    sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
+    return RunDeps(
+        runtime=runtime,
+        design=design,
+        limits=limits,
+        settings=settings,
+        events=EventLog(run_dir),
+        run_dir=run_dir,
+        workflow_sha=sha,
+        warmup=warmup,
+    )

@@ -22,11 +22,9 @@ from .errors import DesignloopError, ExitCode, InputError, WiringError
 from .events import EventLog
 from .graph import build_graph
 from .research_log import load_research_log
-from .roles import workflow_paths
-from .run_state import PHASE1, PHASE4, RunDeps
+from .run_state import PHASE1, PHASE4, RunDeps, build_deps
 from .runtime import Budget, BudgetExceeded, Usage
 from .session import Session, SessionOptions, open_session
-from .stamp import WorkflowSha
 from .textio import atomic_write
 
 CHECKPOINTS = "checkpoints.sqlite"
@@ -97,17 +95,7 @@ def _record(run_dir: Path) -> dict[str, Any]:
 
 
 def _deps(session: Session, design: DesignDir, run_dir: Path, warmup: bool) -> RunDeps:
-    sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
-    return RunDeps(
-        runtime=session.runtime,
-        design=design,
-        limits=session.limits,
-        settings=session.run,
-        events=EventLog(run_dir),
-        run_dir=run_dir,
-        workflow_sha=sha,
-        warmup=warmup,
-    )
+    return build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup)
 
 
 def prepare_run(

@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .design_dir import open_design_dir
-from .events import EventLog
 from .graph import build_graph
-from .roles import workflow_paths
-from .run_state import RunDeps
+from .run_state import RunDeps, build_deps
 from .session import SessionOptions, open_session
-from .stamp import WorkflowSha
 
 _CACHE: dict[tuple[str, str, str | None], RunDeps] = {}
 
@@ -32,17 +29,7 @@ def deps_from_configurable(configurable: dict[str, Any]) -> RunDeps | None:
         design = open_design_dir(Path(directory))
         session = open_session(design.repo_root, SessionOptions(model=configurable.get("model")))
         run_dir = session.runs_dir / f"studio-{configurable.get('thread_id', 'run')}"
-        sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
-        _CACHE[key] = RunDeps(
-            runtime=session.runtime,
-            design=design,
-            limits=session.limits,
-            settings=session.run,
-            events=EventLog(run_dir),
-            run_dir=run_dir,
-            workflow_sha=sha,
-            warmup=True,
-        )
+        _CACHE[key] = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
     return _CACHE[key]
 
 

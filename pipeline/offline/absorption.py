@@ -6,7 +6,7 @@ from typing import Any
 
 from .driver import Observations
 from .logtext import log_from_text, records, similarity, view_of_decision
-from .text import antonym_conflict, doc_from_text
+from .text import antonym_conflict, doc_from_text, review_finding, verdict_of
 
 MATCH = 0.5
 
@@ -19,15 +19,7 @@ def _finding(
     quote: str | None = None,
     decision_shaped: bool = False,
 ) -> dict[str, Any]:
-    return {
-        "severity": "should-fix",
-        "section": section,
-        "quote": quote,
-        "rule": rule,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": decision_shaped,
-    }
+    return review_finding(rule, message, fix, section=section, quote=quote, decision_shaped=decision_shaped)
 
 
 def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
@@ -111,4 +103,4 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         if text.startswith(("refused:", "error:")):
             raise RuntimeError(text)
     findings = check(log_text, draft_text)
-    return {"verdict": "NEEDS REVISION" if findings else "PASS", "findings": findings}
+    return verdict_of(findings)

@@ -8,19 +8,20 @@ from typing import Any
 
 from .driver import Observations
 from .logtext import alternatives, is_empty, log_from_text, view_of_decision
-from .text import antonym_conflict, containment, content_words, find_terms, jaccard, lexicon
+from .text import (
+    antonym_conflict,
+    containment,
+    content_words,
+    find_terms,
+    jaccard,
+    lexicon,
+    review_finding,
+    verdict_of,
+)
 
 
 def _finding(severity: str, rule: str, section: str, message: str, fix: str) -> dict[str, Any]:
-    return {
-        "severity": severity,
-        "section": section,
-        "quote": None,
-        "rule": rule,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": False,
-    }
+    return review_finding(rule, message, fix, severity=severity, section=section)
 
 
 def check(log_text: str) -> list[dict[str, Any]]:
@@ -82,5 +83,4 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     if text.startswith(("refused:", "error:")):
         raise RuntimeError(text)
     findings = check(text)
-    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
-    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}
+    return verdict_of(findings)

@@ -25,7 +25,9 @@ from .text import (
     paragraphs,
     parse_house_style,
     quote_of,
+    review_finding,
     sentences,
+    verdict_of,
     words,
 )
 
@@ -37,15 +39,7 @@ def finding(
     rule: HouseRule, section: str | None, quote: str | None, message: str, fix: str
 ) -> dict[str, Any]:
     severity = rule.severity if rule.severity in ("blocker", "should-fix", "suggestion") else "should-fix"
-    return {
-        "severity": severity,
-        "section": section,
-        "quote": quote,
-        "rule": rule.id,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": False,
-    }
+    return review_finding(rule.id, message, fix, severity=severity, section=section, quote=quote)
 
 
 def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
@@ -264,5 +258,4 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     doc, start, end = read_view(params, obs)
     rules = parse_house_style(obs.instructions)
     findings = audit(doc, start, end, rules)
-    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
-    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}
+    return verdict_of(findings)

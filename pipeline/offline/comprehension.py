@@ -24,8 +24,10 @@ from .text import (
     known_acronyms,
     lexicon,
     paragraphs,
+    review_finding,
     sentences,
     term_pattern,
+    verdict_of,
 )
 
 BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:]{3,60}?)\*\*")
@@ -43,15 +45,9 @@ def _finding(
     fix: str,
     decision_shaped: bool = False,
 ) -> dict[str, Any]:
-    return {
-        "severity": severity,
-        "section": section,
-        "quote": quote,
-        "rule": rule,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": decision_shaped,
-    }
+    return review_finding(
+        rule, message, fix, severity=severity, section=section, quote=quote, decision_shaped=decision_shaped
+    )
 
 
 def _definitions(doc: DesignDoc) -> dict[str, int]:
@@ -259,5 +255,4 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     if text.startswith(("refused:", "error:")):
         raise RuntimeError(text)
     findings = review(doc_from_text(text), known_acronyms(obs.instructions))
-    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
-    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}
+    return verdict_of(findings)

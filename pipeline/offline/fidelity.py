@@ -23,7 +23,9 @@ from .text import (
     jaccard,
     numbers,
     paragraphs,
+    review_finding,
     sentences,
+    verdict_of,
 )
 
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
@@ -32,15 +34,7 @@ SOURCE_EXT = (".py", ".md", ".toml", ".json", ".yaml", ".yml", ".txt", ".cfg", "
 
 
 def _finding(rule: str, section: str | None, quote: str | None, message: str, fix: str) -> dict[str, Any]:
-    return {
-        "severity": "should-fix",
-        "section": section,
-        "quote": quote,
-        "rule": rule,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": False,
-    }
+    return review_finding(rule, message, fix, section=section, quote=quote)
 
 
 def looks_like_symbol(span: str) -> bool:
@@ -133,7 +127,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     frozen = doc_from_text(frozen_text) if not frozen_text.startswith(("refused:", "error:")) else None
     findings += superseded(draft_text, frozen_text if frozen else "", episodes)
     findings += contradicted(draft_text, episodes)
-    return {"verdict": "NEEDS REVISION" if findings else "PASS", "findings": findings}
+    return verdict_of(findings)
 
 
 def superseded(draft_text: str, frozen_text: str, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:

@@ -44,6 +44,34 @@ def lexicon() -> Lexicon:
     )
 
 
+def review_finding(
+    rule: str,
+    message: str,
+    fix: str,
+    *,
+    severity: str = "should-fix",
+    section: str | None = None,
+    quote: str | None = None,
+    decision_shaped: bool = False,
+) -> dict[str, Any]:
+    """One finding in the review output contract (formats.md §9)."""
+    return {
+        "severity": severity,
+        "section": section,
+        "quote": quote,
+        "rule": rule,
+        "message": message,
+        "suggested_fix": fix,
+        "decision_shaped": decision_shaped,
+    }
+
+
+def verdict_of(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The review output: NEEDS REVISION exactly when a blocker or should-fix is present."""
+    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
+    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}
+
+
 def doc_from_text(text: str, name: str = "design.md") -> DesignDoc:
     from pathlib import Path
 
