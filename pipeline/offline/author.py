@@ -95,6 +95,16 @@ def code_unknown_caps(text: str, known: frozenset[str]) -> str:
     return "\n".join(line if line.startswith("#") else wrap(line) for line in text.split("\n"))
 
 
+def record_lines(decision: Decision) -> list[str]:
+    """A design decision record absorbing one research-log decision, with its Source."""
+    lines = [f"### D{decision.number}: {decision.title}"]
+    for name in ("Decision", "Alternatives rejected", "Rationale"):
+        value = decision.value(name)
+        if value:
+            lines.append(f"**{name}:** {' '.join(value.split())}")
+    return [*lines, f"**Source:** research-log D{decision.number}", ""]
+
+
 def _sentence(text: str) -> str:
     text = " ".join(text.split())
     return text if text.endswith((".", "!", "?")) else text + "."
@@ -167,12 +177,7 @@ def compile_phase1(log_text: str, obs: Observations) -> str:
     if bearing:
         out += ["## Decision Records", ""]
         for decision in bearing:
-            out.append(f"### D{decision.number}: {decision.title}")
-            for name in ("Decision", "Alternatives rejected", "Rationale"):
-                value = decision.value(name)
-                if value:
-                    out.append(f"**{name}:** {' '.join(value.split())}")
-            out += [f"**Source:** research-log D{decision.number}", ""]
+            out += record_lines(decision)
     known = parse_house_style(obs.instructions).get("hs-acronym")
     text = "\n".join(out).rstrip() + "\n"
     return code_unknown_caps(text, known.known if known else frozenset())
@@ -307,12 +312,7 @@ def seed_records(text: str, log_text: str, flagged: list[dict[str, Any]]) -> tup
         return text, 0
     block: list[str] = []
     for decision in wanted:
-        block.append(f"### D{decision.number}: {decision.title}")
-        for name in ("Decision", "Alternatives rejected", "Rationale"):
-            value = decision.value(name)
-            if value:
-                block.append(f"**{name}:** {' '.join(value.split())}")
-        block += [f"**Source:** research-log D{decision.number}", ""]
+        block += record_lines(decision)
     lines = text.rstrip("\n").split("\n")
     if doc_from_text(text).find("Decision Records") is None:
         lines += ["", "## Decision Records"]
