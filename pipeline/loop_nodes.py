@@ -20,7 +20,7 @@ from .findings import WIRING_ERROR, Finding
 from .run_state import PHASE1, RunDeps, RunState, blocking, this_round
 from .runtime import RoleResult
 from .settled import SettledState, section_hashes
-from .slices import expected_slice_count
+from .slices import assert_fanout
 from .spawn import FlaggedPassage, SpawnParams, prefix_share, prepare
 
 INLINE_DRAFT_CHARS = 1500
@@ -180,18 +180,11 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> dict[str, Any]
     deps = deps_of(config)
     doc = load_design(deps.abs(state["draft"]))
     slices = deps.partition(doc.lines, deps.limits)
-    expected = expected_slice_count(
-        len(doc.lines), deps.limits.window, deps.limits.cap, deps.limits.single_slice_max
-    )
-    if len(slices) != expected:
-        deps.events.emit(
-            "stopped", message=f"wiring error: {len(slices)} slices planned, {expected} expected"
-        )
-        raise WiringError(
-            f"slice-count self-check failed: {len(slices)} auditor slices planned for a "
-            f"{len(doc.lines)}-line design, the partition demands {expected}",
-            hint="the fan-out must follow formats.md §8 exactly",
-        )
+    try:
+        assert_fanout(len(slices), len(doc.lines), deps.limits)
+    except WiringError as exc:
+        deps.events.emit("stopped", message=exc.message)
+        raise
     hashes = section_hashes(doc)
     settled = SettledState.from_json(state.get("settled") or {})
     skip = settled.skippable(slices, doc, hashes)

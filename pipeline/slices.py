@@ -101,8 +101,8 @@ def assert_fanout(spawned: int, total_lines: int, limits: Limits) -> None:
     expected = expected_slice_count(total_lines, limits.window, limits.cap, limits.single_slice_max)
     if spawned != expected:
         raise WiringError(
-            f"slice-count self-check failed: {spawned} auditor spawn(s) for a {total_lines}-line design, "
-            f"the partition demands {expected}",
+            f"slice-count self-check failed: {spawned} auditor spawn(s) planned for a "
+            f"{total_lines}-line design, the partition demands {expected}",
             hint="the fan-out must spawn exactly one auditor per slice of the deterministic partition",
         )
 

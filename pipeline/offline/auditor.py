@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..design_doc import DesignDoc
+from ..slices import whole_doc_guard
 from . import prose_lint
 from .driver import Observations
 from .text import (
@@ -43,24 +44,13 @@ def finding(
 
 
 def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
-    count, total = params.get("slice_count"), params.get("total_lines")
-    if isinstance(count, int) and isinstance(total, int) and count == 1 and total > 300:
-        return {
-            "verdict": "NEEDS REVISION",
-            "findings": [
-                {
-                    "severity": "blocker",
-                    "section": None,
-                    "quote": None,
-                    "rule": "wiring-error",
-                    "message": f"whole-doc guard: slice_count 1 for a {total}-line design; "
-                    "the fan-out collapsed",
-                    "suggested_fix": "re-run the partition and spawn one auditor per slice",
-                    "decision_shaped": False,
-                }
-            ],
-        }
-    return None
+    """The agent-side whole-doc guard (formats.md §8.5), shared with the orchestrator's code."""
+    tripped = whole_doc_guard(params, str(params.get("target_path")))
+    if tripped is None:
+        return None
+    return verdict_of(
+        [review_finding(tripped.rule, tripped.message, tripped.suggested_fix, severity="blocker")]
+    )
 
 
 def _term_rules(rules: dict[str, HouseRule]) -> list[HouseRule]:
