@@ -8,6 +8,8 @@ files (through the spawn contract).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -115,9 +117,12 @@ async def step1_author(state: RunState, config: RunnableConfig) -> dict[str, Any
     if round_ > 1 and flagged and draft.is_file():
         params["flagged_passages"] = _flagged(flagged)
     spawn = prepare(deps.runtime.roles["design-author"], SpawnParams(**params), d.reviews, d.repo_root)
+    before = _fingerprint(draft)
     result = await deps.runtime.run(spawn, deps.runtime.tool_context(spawn, d.research_log, d.code_root))
     _spawn_event(deps, result, round_)
-    draft_ok = draft.is_file() and draft.stat().st_size > 0
+    # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.
+    written = result.status == "ok" or _fingerprint(draft) != before
+    draft_ok = draft.is_file() and draft.stat().st_size > 0 and written
     notes = []
     summary = getattr(result.output, "summary", "") if result.output else ""
     if draft_ok and (len(summary) > INLINE_DRAFT_CHARS or "\n## " in summary):
@@ -143,6 +148,13 @@ async def step1_author(state: RunState, config: RunnableConfig) -> dict[str, Any
         "usage": [_usage(result, round_)],
         "notes": notes,
     }
+
+
+def _fingerprint(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> dict[str, Any]:

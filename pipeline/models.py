@@ -37,7 +37,10 @@ KEY_VARIABLES = (
     "OPENROUTER_API_KEY",
     "XAI_API_KEY",
 )
-_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+_KEY_SHAPES = re.compile(
+    r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*"
+)
 
 
 @dataclass(frozen=True, slots=True)

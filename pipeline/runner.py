@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -68,6 +69,15 @@ class RunResult:
             "paused": self.paused,
             "message": self.message,
         }
+
+
+def stored_url(url: str | None) -> str | None:
+    """The base URL as the run record keeps it: one that carries credentials is not kept
+    (a resumed run then takes the server from OPENAI_BASE_URL)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    return None if parts.username or parts.password else url
 
 
 def new_run_id(kind: str) -> str:
@@ -130,7 +140,7 @@ def prepare_run(
         "options": {
             "model": options.model,
             "role_models": list(options.role_models),
-            "base_url": options.base_url,
+            "base_url": stored_url(options.base_url),
             "budget_tokens": options.budget_tokens,
             "max_cost": options.max_cost,
             "runs_dir": str(session.runs_dir),

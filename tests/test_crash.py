@@ -49,10 +49,16 @@ class Script(BaseHTTPRequestHandler):
             params = json.loads(last["content"])
             if params["role"] == "design-author":
                 stage = "write"
-                reply = chat_completion("write", {"path": params["output_path"], "content": DOC}, "call-write")
+                reply = chat_completion(
+                    "write", {"path": params["output_path"], "content": DOC}, "call-write"
+                )
             else:
                 stage = "final"
-                if params.get("slice") and params["slice"][0] == Script.blocked_slice and Script.phase == "first":
+                if (
+                    params.get("slice")
+                    and params["slice"][0] == Script.blocked_slice
+                    and Script.phase == "first"
+                ):
                     self._record(params_path, params, "blocked")
                     Script.release.wait(60)
                     return
@@ -60,8 +66,9 @@ class Script(BaseHTTPRequestHandler):
         else:
             params = {}
             stage = "final"
-            reply = chat_completion("final_result", {"summary": "wrote the design", "output_path": "x"},
-                                    "call-final")
+            reply = chat_completion(
+                "final_result", {"summary": "wrote the design", "output_path": "x"}, "call-final"
+            )
         if stage != "final" or last["role"] == "user":
             params = {}
         self._record(params_path, params, stage)
@@ -98,15 +105,34 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
     Script.log, Script.phase, Script.blocked_slice = [], "first", slices[2][0]
     Script.release.clear()
     try:
-        proc = subprocess.Popen(_cli(["create", str(d.root), "--model", "openai:scripted", "--base-url", base,
-                                      "--no-warmup", *common], d.repo_root), cwd=d.repo_root, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            _cli(
+                [
+                    "create",
+                    str(d.root),
+                    "--model",
+                    "openai:scripted",
+                    "--base-url",
+                    base,
+                    "--no-warmup",
+                    *common,
+                ],
+                d.repo_root,
+            ),
+            cwd=d.repo_root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with Script.lock:
                 stages = Counter((e["params"].rsplit("/", 1)[-1], e["stage"]) for e in Script.log)
-            finished = sum(n for (name, stage), n in stages.items()
-                           if stage == "final" and ("-s" in name or "absorption" in name))
+            finished = sum(
+                n
+                for (name, stage), n in stages.items()
+                if stage == "final" and ("-s" in name or "absorption" in name)
+            )
             if stages[("r1-readability-auditor-s2.json", "blocked")] and finished == 3:
                 break
             assert proc.poll() is None, proc.communicate()
@@ -118,8 +144,14 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
         Script.phase = "resume"
         Script.release.set()
         run_id = next(p.name for p in runs.iterdir() if (p / "run.json").is_file())
-        done = subprocess.run(_cli(["resume", run_id, *common], d.repo_root), cwd=d.repo_root, env=env,
-                              capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            _cli(["resume", run_id, *common], d.repo_root),
+            cwd=d.repo_root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         Script.release.set()
         server.shutdown()
@@ -128,10 +160,94 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
     assert result["outcome"] == "PASS" and result["review_log_entry"] == 1
     after = Counter(e["params"].rsplit("/", 1)[-1] for e in Script.log if e["phase"] == "resume")
     # Finished spawns: nothing asked again. The killed slice: only its unanswered request.
-    for name in ("r1-design-author.json", "r1-absorption-check.json", "r1-readability-auditor-s0.json",
-                 "r1-readability-auditor-s1.json"):
+    for name in (
+        "r1-design-author.json",
+        "r1-absorption-check.json",
+        "r1-readability-auditor-s0.json",
+        "r1-readability-auditor-s1.json",
+    ):
         assert after[name] == 0, (name, after)
     assert after["r1-readability-auditor-s2.json"] == 1
     assert after["r1-comprehension-review.json"] == 2
     assert has_stamp(d.design) and d.design.read_text().split("\n", 1)[1] == DOC
     assert [e.number for e in parse_entries(d.mutations)] == [1]
+
+
+class Leaky(BaseHTTPRequestHandler):
+    """A provider that answers 400 and echoes the request's credentials in the error."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = json.dumps(
+            {
+                "error": {
+                    "message": f"bad request from {self.headers.get('Authorization')}",
+                    "type": "invalid_request_error",
+                }
+            }
+        ).encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_api_keys_never_reach_logs_run_records_or_the_review_log(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    runs = tmp_path / "runs"
+    key = "sk-test-SECRETMARKER0123456789"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Leaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    env = {**{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}, "OPENAI_API_KEY": key}
+    try:
+        done = subprocess.run(
+            _cli(
+                [
+                    "create",
+                    str(d.root),
+                    "--model",
+                    "openai-chat:scripted",
+                    "--base-url",
+                    base,
+                    "--no-warmup",
+                    "--runs-dir",
+                    str(runs),
+                    "--json",
+                ],
+                d.repo_root,
+            ),
+            cwd=d.repo_root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "BLOCKER REMAINS"
+    events = [e for p in runs.glob("*/events.jsonl") for e in p.read_text().splitlines()]
+    assert any("invalid_request_error" in e or "400" in e for e in events)  # the error itself is kept
+    written = [done.stdout, done.stderr, d.mutations.read_text()]
+    written += [
+        f.read_text(errors="replace")
+        for f in runs.rglob("*")
+        if f.is_file() and f.suffix in (".json", ".jsonl", ".md")
+    ]
+    written += [f.read_text(errors="replace") for f in d.reviews.rglob("*") if f.is_file()]
+    for text in written:
+        assert "SECRETMARKER" not in text
+
+
+def test_a_base_url_with_credentials_is_not_stored() -> None:
+    from pipeline.runner import stored_url
+
+    assert stored_url("http://user:SECRET@host:8000/v1") is None
+    assert stored_url("http://localhost:11434/v1") == "http://localhost:11434/v1"
+    assert stored_url(None) is None

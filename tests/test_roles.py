@@ -106,3 +106,4 @@ def test_keys_are_redacted() -> None:
     env = {"OPENAI_API_KEY": "sk-live-1234567890abcdef"}
     text = redact("failed with key sk-live-1234567890abcdef and sk-ant-abcdefghijkl", env)
     assert "1234567890" not in text and "abcdefghijkl" not in text
+    assert "opaque-token-123456" not in redact("Authorization: Bearer opaque-token-123456", {})
