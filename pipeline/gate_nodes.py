@@ -34,7 +34,6 @@ def s3_gate(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     deps = deps_of(config)
     gate = load_research_log(deps.design.research_log).gate()
     while gate.state != "resolved":
-        deps.events.emit("paused", gate=gate.state, message=gate.message())
         interrupt({"gate": gate.to_json(), "research_log": deps.rel(deps.design.research_log)})
         gate = load_research_log(deps.design.research_log).gate()
     deps.events.emit("check", round=state["round"], check="s3-gate", state="resolved")

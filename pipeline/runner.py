@@ -228,6 +228,8 @@ async def execute(
         values = dict(snapshot.values or {})
         if snapshot.interrupts:
             paused = snapshot.interrupts[0].value
+            gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
+            deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
             return RunResult(
                 record["run_id"],
                 kind,

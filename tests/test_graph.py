@@ -28,14 +28,20 @@ def test_clean_in_round_one_with_the_offline_engine(tmp_path: Path) -> None:
     d.design.unlink()
     run_dir = start(d, tmp_path)
     result = go(run_dir)
-    assert result.exit_code == ExitCode.OK and result.state["outcome"] == "PASS" and result.state["round"] == 1
+    assert (
+        result.exit_code == ExitCode.OK and result.state["outcome"] == "PASS" and result.state["round"] == 1
+    )
     assert has_stamp(d.design)
     entries = parse_entries(d.mutations)
     assert [(e.number, e.kind, e.file) for e in entries] == [(1, "phase1-creation", "design.md")]
     view = replay(run_dir.name, read_events(run_dir))
     assert view.outcome == "PASS" and view.review_log_entry == 1
-    assert {s.role for s in view.spawns.values()} == {"design-author", "readability-auditor", "absorption-check",
-                                                      "comprehension-review"}
+    assert {s.role for s in view.spawns.values()} == {
+        "design-author",
+        "readability-auditor",
+        "absorption-check",
+        "comprehension-review",
+    }
     assert "PASS" in (run_dir / "summary.md").read_text()
     data = result.to_json()
     assert {"run_id", "kind", "outcome", "rounds", "findings", "usage", "review_log_entry"} <= set(data)
@@ -45,8 +51,10 @@ def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
     author = writes(lambda r: long_design("robust" if r == 1 else None))
-    result = go(run_dir, {"design-author": author, "absorption-check": returns(PASS),
-                          "comprehension-review": returns(PASS)})
+    result = go(
+        run_dir,
+        {"design-author": author, "absorption-check": returns(PASS), "comprehension-review": returns(PASS)},
+    )
     assert result.state["outcome"] == "PASS" and result.state["round"] == 2
     history = result.state["history"]
     assert [h["dual_clean"] for h in history] == [False, True]
@@ -118,8 +126,13 @@ def test_gate_open_pauses_then_resumes_to_pass(tmp_path: Path) -> None:
 def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    shaped = finding("cr-decision-shaped", quote="We decided to shard buckets by tenant hash.",
-                     message="a decision no record covers", decision_shaped=True, section="Overview")
+    shaped = finding(
+        "cr-decision-shaped",
+        quote="We decided to shard buckets by tenant hash.",
+        message="a decision no record covers",
+        decision_shaped=True,
+        section="Overview",
+    )
 
     def comprehension(params: dict[str, Any]) -> dict[str, Any]:
         return {"verdict": "NEEDS REVISION", "findings": [shaped]} if params["round"] == 1 else PASS
@@ -128,7 +141,9 @@ def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) 
     assert result.exit_code == ExitCode.GATE_PAUSED and result.state["round"] == 2
     log = load_research_log(d.research_log)
     surfaced = log.decisions[-1]
-    assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value("Status")
+    assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value(
+        "Status"
+    )
     assert log.gate().state == "open" and f"D{surfaced.number}" in log.gate().open_items[0].text
     text = d.research_log.read_text()
     d.research_log.write_text(text.replace("- [ ] should-fix: D", "- [x] should-fix: D"))
@@ -144,8 +159,11 @@ def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path
     result = go(run_dir)
     assert result.state["outcome"] == "PASS", result.state.get("remaining")
     assert not has_stamp(d.final) and d.final.read_text().startswith("# ")
-    cold = [s for s in spawns(run_dir) if s["role"] in ("readability-auditor", "comprehension-review",
-                                                        "fidelity-check")]
+    cold = [
+        s
+        for s in spawns(run_dir)
+        if s["role"] in ("readability-auditor", "comprehension-review", "fidelity-check")
+    ]
     assert {s["role"] for s in cold} == {"readability-auditor", "comprehension-review", "fidelity-check"}
     for spawn in cold:
         assert not any("research-log" in path for path in spawn["reads"]), spawn
@@ -182,8 +200,14 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
 
         result = go(run_dir, models, tweak=slow_warmup)
         audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor" and s["round"] == 1]
-        outcomes.append((result.state["outcome"], result.state["round"], d.design.read_text().split("\n", 1)[1],
-                         [s["findings"] for s in sorted(audits, key=lambda s: s["slice"][0])]))
+        outcomes.append(
+            (
+                result.state["outcome"],
+                result.state["round"],
+                d.design.read_text().split("\n", 1)[1],
+                [s["findings"] for s in sorted(audits, key=lambda s: s["slice"][0])],
+            )
+        )
         if warm:
             assert audits[0]["slice"][0] == 1  # the first spawn ran alone before the rest
     assert outcomes[0] == outcomes[1]
@@ -227,7 +251,9 @@ def test_a_draft_returned_inline_is_noted_and_the_file_is_used(tmp_path: Path) -
 def test_budget_stop_and_resume_repays_nothing(tmp_path: Path, cli: Any) -> None:
     d = make_repo(tmp_path)
     runs = tmp_path / "runs"
-    stopped = cli(["create", str(d.root), "--budget", "3000", "--no-warmup", "--runs-dir", str(runs), "--json"])
+    stopped = cli(
+        ["create", str(d.root), "--budget", "3000", "--no-warmup", "--runs-dir", str(runs), "--json"]
+    )
     assert stopped.code == ExitCode.BUDGET, stopped.err
     data = json.loads(stopped.out)
     assert data["outcome"] == "STOPPED" and "budget" in data["message"]
@@ -237,8 +263,11 @@ def test_budget_stop_and_resume_repays_nothing(tmp_path: Path, cli: Any) -> None
     assert done.code == ExitCode.OK, done.err
     result = json.loads(done.out)
     assert result["outcome"] == "PASS" and result["review_log_entry"] == 1
-    resumed = [s for s in spawns(run_dir) if s["time"] > max(e["time"] for e in read_events(run_dir)
-                                                              if e["type"] == "stopped")]
+    resumed = [
+        s
+        for s in spawns(run_dir)
+        if s["time"] > max(e["time"] for e in read_events(run_dir) if e["type"] == "stopped")
+    ]
     assert sum(s["cache_hits"] for s in resumed) > 0  # the calls paid before the stop were not paid again
     status = json.loads(cli(["status", data["run_id"], "--runs-dir", str(runs), "--json"]).out)
     assert status["outcome"] == "PASS" and status["review_log_entry"] == 1
@@ -261,10 +290,52 @@ def test_the_live_view_follows_the_events() -> None:
 
     state = LiveState("phase1-creation")
     state.apply({"type": "round", "round": 2, "budget": 3})
-    state.apply({"type": "spawn", "round": 2, "role": "readability-auditor", "slice": [1, 200], "status": "ok",
-                 "findings": 1, "tokens": 900, "cost_usd": "0.0012", "cache_hits": 2})
+    state.apply(
+        {
+            "type": "spawn",
+            "round": 2,
+            "role": "readability-auditor",
+            "slice": [1, 200],
+            "status": "ok",
+            "findings": 1,
+            "tokens": 900,
+            "cost_usd": "0.0012",
+            "cache_hits": 2,
+        }
+    )
     state.apply({"type": "slice_skipped", "round": 2, "slice": [201, 400]})
     state.apply({"type": "check", "round": 2, "check": "dual-clean", "clean": False})
     assert state.round == 2 and state.tokens == 900 and str(state.cost) == "0.0012" and state.cached == 2
     assert state.spawns["r2 readability-auditor 201-400"].startswith("skipped")
     assert "dual-clean" in state.checks[0]
+
+
+def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    clean = d.design.read_text()
+    broken = clean.replace(
+        "A refused request gets status 429. Its", "A refused request gets status 429 (per D6). Its"
+    )
+    assert broken != clean
+    result = go(run_dir, {"design-author": writes(lambda r: broken if r == 1 else clean)})
+    assert result.state["outcome"] == "PASS" and result.state["round"] == 2
+    checks = [e for e in read_events(run_dir) if e["type"] == "check" and e["check"] == "mechanical"]
+    assert [(c["round"], c["blockers"]) for c in checks] == [(1, 1), (2, 0)]
+    assert {s["round"] for s in spawns(run_dir) if s["role"] != "design-author"} == {
+        2
+    }  # round 1 skipped the pair
+    params = json.loads(
+        (
+            run_dir.parent.parent
+            / "repo"
+            / "docs"
+            / "adr"
+            / "0001"
+            / "_workflow"
+            / "reviews"
+            / run_dir.name
+            / "r2-design-author.json"
+        ).read_text()
+    )
+    assert [f["rule"] for f in params["flagged_passages"]] == ["dsc-parenthetical-aside"]
