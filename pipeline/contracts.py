@@ -6,8 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .findings import Finding
-
 Verdict = Literal["PASS", "NEEDS REVISION"]
 ReviewSeverity = Literal["blocker", "should-fix", "suggestion"]
 
@@ -22,9 +20,6 @@ class ReviewFinding(BaseModel):
     message: str = Field(min_length=1)
     suggested_fix: str = ""
     decision_shaped: bool = False
-
-    def to_finding(self, file: str, line: int | None = None) -> Finding:
-        return Finding(self.rule, self.severity, file, line, self.section, self.message, self.suggested_fix)
 
 
 class ReviewOutput(BaseModel):

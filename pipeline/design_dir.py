@@ -54,13 +54,6 @@ class DesignDir:
     def final(self) -> Path:
         return self.root / "design-final.md"
 
-    @property
-    def final_mechanics(self) -> Path:
-        return self.root / "design-mechanics-final.md"
-
-    def optional(self, path: Path) -> Path | None:
-        return path if path.exists() else None
-
 
 def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
     """Open ``path`` as a design directory; its designloop.toml may name ``code_root``."""

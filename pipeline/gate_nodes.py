@@ -99,7 +99,9 @@ def surface_decision(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     for role, finding in _decision_shaped(state):
         key = hashlib.sha256(f"{finding.get('quote')}|{finding['message']}".encode()).hexdigest()[:10]
         marker = f"run {state['run_id']}, finding {key}"
-        number = surface_decision_in_log(deps, role, finding, marker)
+        number = append_surfaced(
+            deps.design.research_log, role, finding.get("quote"), finding["message"], marker, dt.date.today()
+        )
         surfaced.append(
             {
                 "round": state["round"],
@@ -113,12 +115,6 @@ def surface_decision(state: RunState, config: RunnableConfig) -> dict[str, Any]:
             "surfaced", round=state["round"], role=role, decision=number, message=finding["message"]
         )
     return {"surfaced": surfaced}
-
-
-def surface_decision_in_log(deps: Any, role: str, finding: dict[str, Any], marker: str) -> int | None:
-    return append_surfaced(
-        deps.design.research_log, role, finding.get("quote"), finding["message"], marker, dt.date.today()
-    )
 
 
 def finish(state: RunState, config: RunnableConfig) -> dict[str, Any]:

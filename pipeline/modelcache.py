@@ -65,14 +65,6 @@ class CallRecord:
 class CallLog:
     calls: list[CallRecord] = field(default_factory=list)
 
-    @property
-    def paid(self) -> int:
-        return sum(1 for c in self.calls if not c.cache_hit)
-
-    @property
-    def hits(self) -> int:
-        return sum(1 for c in self.calls if c.cache_hit)
-
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):

@@ -12,7 +12,6 @@ from .textio import TextFile, read_text
 
 FULL_DESIGN_PREFIX = "**Full design:**"
 REF_RE = re.compile(r'(?P<file>[^\s,;"§]+)\s*§"(?P<name>[^"]+)"')
-SUPERSEDED_RE = re.compile(r"\bsupersed(?:e|es|ed)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +29,6 @@ class Entry:
     title: str
     line: int
     body: str
-
-    @property
-    def marks_superseded(self) -> bool:
-        return bool(SUPERSEDED_RE.search(self.title) or SUPERSEDED_RE.search(self.body))
 
 
 @dataclass(slots=True)

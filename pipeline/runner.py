@@ -8,7 +8,6 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,12 +18,12 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
 from .design_dir import DesignDir, open_design_dir
-from .errors import DesignloopError, ExitCode, InputError, WiringError
+from .errors import ExitCode, InputError, WiringError
 from .events import EventLog
 from .graph import build_graph
 from .research_log import load_research_log
-from .run_state import PHASE1, PHASE4, RunDeps, build_deps
-from .runtime import Budget, BudgetExceeded, Usage
+from .run_state import PHASE1, RunDeps, build_deps
+from .runtime import BudgetExceeded, Usage
 from .session import Session, SessionOptions, open_session
 from .textio import atomic_write
 
@@ -253,9 +252,3 @@ def run_dir_for(runs_dir: Path, run_id: str) -> Path:
         raise InputError(f"no run named {run_id!r}", file=runs_dir, hint="designloop runs lists the runs")
     return path
 
-
-def cost_limit(value: str | None) -> Decimal | None:
-    return Budget(None, Decimal(value.lstrip("$"))).max_cost if value else None
-
-
-__all__ = ["PHASE1", "PHASE4", "DesignloopError", "RunResult", "execute", "prepare_run", "run_dir_for"]

@@ -103,12 +103,6 @@ class Ledger:
             out.merge(usage)
         return out
 
-    def by_role(self) -> dict[str, Usage]:
-        out: dict[str, Usage] = defaultdict(Usage)
-        for key, usage in self.entries.items():
-            out[key.split(":", 1)[1]].merge(usage)
-        return dict(out)
-
     def to_json(self) -> dict[str, Any]:
         return {key: usage.to_json() for key, usage in sorted(self.entries.items())}
 

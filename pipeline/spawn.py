@@ -123,10 +123,6 @@ def prepare(
     return Spawn(role, params, path, instructions_for(role, repo_root), prompt)
 
 
-def read_params(path: Path) -> SpawnParams:
-    return SpawnParams.model_validate_json(path.read_text(encoding="utf-8"))
-
-
 def prefix_share(texts: list[str]) -> float:
     """The share of each fan-out prompt that is a byte-identical common prefix (1.0 = identical)."""
     if not texts:

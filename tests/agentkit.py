@@ -40,24 +40,36 @@ def runtime(d: DesignDir, **kw: Any) -> Runtime:
 
 
 def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+    return [
+        p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
+    ]
 
 
-def scripted(output: dict[str, Any] | Callable[[list[ToolReturnPart]], dict[str, Any]],
-             reads: list[str] | None = None, calls: list[int] | None = None) -> FunctionModel:
+def scripted(
+    output: dict[str, Any] | Callable[[list[ToolReturnPart]], dict[str, Any]],
+    reads: list[str] | None = None,
+    calls: list[int] | None = None,
+) -> FunctionModel:
     """A model that reads its params file, then the given paths, then returns ``output``."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if calls is not None:
             calls.append(1)
         returns = tool_returns(messages)
-        first = next(p for m in messages if isinstance(m, ModelRequest) for p in m.parts
-                     if getattr(p, "part_kind", "") == "user-prompt")
+        first = next(
+            p
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if getattr(p, "part_kind", "") == "user-prompt"
+        )
         params_path = str(first.content).rsplit("Params file:", 1)[1].strip()
         plan = [params_path, *(reads or [])]
         if len(returns) < len(plan):
             path = plan[len(returns)]
-            return ModelResponse(parts=[ToolCallPart("read", {"path": path}, tool_call_id=f"r{len(returns)}")])
+            return ModelResponse(
+                parts=[ToolCallPart("read", {"path": path}, tool_call_id=f"r{len(returns)}")]
+            )
         value = output(returns) if callable(output) else output
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, value, tool_call_id="out")])
 
@@ -66,20 +78,40 @@ def scripted(output: dict[str, Any] | Callable[[list[ToolReturnPart]], dict[str,
 
 def chat_completion(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function",
-                            "function": {"name": tool, "arguments": json.dumps(args)}}]}}],
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": tool, "arguments": json.dumps(args)},
+                        }
+                    ],
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 
 
 def anthropic_message(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
         "content": [{"type": "tool_use", "id": call_id, "name": tool, "input": args}],
-        "stop_reason": "tool_use", "stop_sequence": None,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 20},
     }
 
@@ -92,8 +124,13 @@ class LegacyBridge(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
-        legacy = httpx.Request(request.method, str(request.url), headers=list(request.headers.multi_items()),
-                               content=body)
+        legacy = httpx.Request(
+            request.method, str(request.url), headers=list(request.headers.multi_items()), content=body
+        )
         response = await self.client.send(legacy)
-        return httpx2.Response(response.status_code, headers=list(response.headers.multi_items()),
-                               content=response.content, request=request)
+        return httpx2.Response(
+            response.status_code,
+            headers=list(response.headers.multi_items()),
+            content=response.content,
+            request=request,
+        )

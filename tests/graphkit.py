@@ -17,10 +17,18 @@ Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
 PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
 
 
-def finding(rule: str, severity: str = "should-fix", section: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"severity": severity, "section": section, "quote": extra.pop("quote", None), "rule": rule,
-            "message": extra.pop("message", f"{rule} finding"), "suggested_fix": "fix it",
-            "decision_shaped": extra.pop("decision_shaped", False)}
+def finding(
+    rule: str, severity: str = "should-fix", section: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "severity": severity,
+        "section": section,
+        "quote": extra.pop("quote", None),
+        "rule": rule,
+        "message": extra.pop("message", f"{rule} finding"),
+        "suggested_fix": "fix it",
+        "decision_shaped": extra.pop("decision_shaped", False),
+    }
 
 
 def returns(output: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]) -> Engine:
@@ -45,7 +53,12 @@ def long_design(flag_word: str | None = None, sections: int = 14) -> str:
     """A clean design of about 340 lines (two auditor slices); ``flag_word`` lands in the last section."""
     out = ["# Generated design", "", "## Overview", "", "A small service keeps counters for each tenant.", ""]
     for i in range(sections):
-        out += [f"## Part of the service {i}", "", f"**TL;DR:** Component {i} keeps one counter per tenant.", ""]
+        out += [
+            f"## Part of the service {i}",
+            "",
+            f"**TL;DR:** Component {i} keeps one counter per tenant.",
+            "",
+        ]
         for j in range(10):
             word = f" {flag_word}" if flag_word and i == sections - 1 and j == 3 else ""
             out += [f"Step {j} of component {i} stores one{word} value in its table.", ""]
@@ -57,8 +70,12 @@ def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool =
     return run_dir
 
 
-def go(run_dir: Path, models: dict[str, Engine] | None = None, resume: bool = False,
-       tweak: Callable[[RunDeps], None] | None = None) -> RunResult:
+def go(
+    run_dir: Path,
+    models: dict[str, Engine] | None = None,
+    resume: bool = False,
+    tweak: Callable[[RunDeps], None] | None = None,
+) -> RunResult:
     def configure(deps: RunDeps) -> None:
         for role, engine in (models or {}).items():
             deps.runtime.model_overrides[role] = engine_model(role, engine)

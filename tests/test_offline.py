@@ -40,8 +40,13 @@ def blocking(items: list[Any]) -> list[Any]:
 def test_planted_defect_recall_and_no_false_positives() -> None:
     scores = evaluate(CORPUS)
     assert sum(s.planted for s in scores.values()) >= 40, table(scores)
-    assert set(scores) == {"readability-auditor", "absorption-check", "fidelity-check", "comprehension-review",
-                           "adversarial-review"}
+    assert set(scores) == {
+        "readability-auditor",
+        "absorption-check",
+        "fidelity-check",
+        "comprehension-review",
+        "adversarial-review",
+    }
     for role, score in scores.items():
         assert score.recall >= 0.95, (role, score.misses)
         assert score.false_positives == 0, (role, score.noise)
@@ -52,12 +57,18 @@ def test_engine_is_deterministic(tmp_path: Path) -> None:
     outputs = []
     for i in range(2):
         d = build_base("example", CORPUS, tmp_path / str(i))
-        text = d.design.read_text().replace("The API limits", "The API basically leverages a robust way to limit")
+        text = d.design.read_text().replace(
+            "The API limits", "The API basically leverages a robust way to limit"
+        )
         d.design.write_text(text)
         run(d, "design-author", draft=d.root / "draft.md")
         review = run(d, "readability-auditor")
-        outputs.append(((d.root / "draft.md").read_bytes(),
-                        json.dumps([r.review.model_dump() for r in review.results if r.review])))
+        outputs.append(
+            (
+                (d.root / "draft.md").read_bytes(),
+                json.dumps([r.review.model_dump() for r in review.results if r.review]),
+            )
+        )
     assert outputs[0] == outputs[1]
     assert b"# Per-tenant request rate limiting" in outputs[0][0]
 
@@ -95,9 +106,16 @@ def test_phase4_author_drops_what_episodes_supersede(tmp_path: Path) -> None:
 
 def _author_round(d: DesignDir, draft: Path, flagged: list[dict[str, Any]]) -> Any:
     roles = load_roles(d.repo_root)
-    params = SpawnParams(run_id="r", role="design-author", kind="phase1-creation", round=2, target="design",
-                         output_path=str(draft.relative_to(d.repo_root)),
-                         research_log_path=str(d.research_log.relative_to(d.repo_root)), flagged_passages=flagged)
+    params = SpawnParams(
+        run_id="r",
+        role="design-author",
+        kind="phase1-creation",
+        round=2,
+        target="design",
+        output_path=str(draft.relative_to(d.repo_root)),
+        research_log_path=str(d.research_log.relative_to(d.repo_root)),
+        flagged_passages=flagged,
+    )
     spawn = prepare(roles["design-author"], params, d.reviews, d.repo_root)
     rt = runtime(d)
     return asyncio.run(rt.run(spawn, rt.tool_context(spawn, d.research_log, d.code_root)))
@@ -107,15 +125,34 @@ def test_later_rounds_fix_flagged_passages(tmp_path: Path) -> None:
     d = build_base("example", CORPUS, tmp_path)
     text = d.design.read_text()
     text = text.replace("The API limits how fast", "The API basically leverages a way to limit how fast")
-    text = text.replace("A refused request gets status 429. Its", "A refused request gets status 429 (per D6). Its")
+    text = text.replace(
+        "A refused request gets status 429. Its", "A refused request gets status 429 (per D6). Its"
+    )
     text = text.replace("**TL;DR:** One Lua script", "One Lua script")
     text = text.replace("**Source:** research-log D2", "**Source:** research-log D1")
     d.design.write_text(text)
     flagged: list[dict[str, Any]] = [
-        {"severity": "should-fix", "rule": "hs-filler", "section": "Overview", "quote": "basically", "message": "m"},
-        {"severity": "should-fix", "rule": "hs-ai-tell", "section": "Overview", "quote": "leverages", "message": "m"},
+        {
+            "severity": "should-fix",
+            "rule": "hs-filler",
+            "section": "Overview",
+            "quote": "basically",
+            "message": "m",
+        },
+        {
+            "severity": "should-fix",
+            "rule": "hs-ai-tell",
+            "section": "Overview",
+            "quote": "leverages",
+            "message": "m",
+        },
         {"severity": "blocker", "rule": "dsc-parenthetical-aside", "section": "Request flow", "message": "m"},
-        {"severity": "blocker", "rule": "dsc-section-shape", "section": "Bucket state in Redis", "message": "m"},
+        {
+            "severity": "blocker",
+            "rule": "dsc-section-shape",
+            "section": "Bucket state in Redis",
+            "message": "m",
+        },
         {"severity": "should-fix", "rule": "abs-missing-record", "section": "D2", "message": "m"},
         {"severity": "should-fix", "rule": "cr-tldr-mismatch", "section": "Request flow", "message": "m"},
     ]
@@ -131,12 +168,27 @@ def test_later_rounds_fix_flagged_passages(tmp_path: Path) -> None:
 def test_inline_editor_edits_through_edit_and_keeps_line_one(tmp_path: Path) -> None:
     d = build_base("example", CORPUS, tmp_path)
     stamp = "<!-- workflow-sha: " + "b" * 40 + " -->"
-    d.design.write_text(stamp + "\n" + d.design.read_text().replace("The API limits", "The API really limits"))
+    d.design.write_text(
+        stamp + "\n" + d.design.read_text().replace("The API limits", "The API really limits")
+    )
     roles = load_roles(d.repo_root)
-    params = SpawnParams(run_id="r", role="inline-editor", kind="content-edit", round=1,
-                         output_path=str(d.design.relative_to(d.repo_root)), mutation_kind="content-edit",
-                         flagged_passages=[{"severity": "should-fix", "rule": "hs-filler", "section": "Overview",
-                                            "quote": "really", "message": "m"}])
+    params = SpawnParams(
+        run_id="r",
+        role="inline-editor",
+        kind="content-edit",
+        round=1,
+        output_path=str(d.design.relative_to(d.repo_root)),
+        mutation_kind="content-edit",
+        flagged_passages=[
+            {
+                "severity": "should-fix",
+                "rule": "hs-filler",
+                "section": "Overview",
+                "quote": "really",
+                "message": "m",
+            }
+        ],
+    )
     spawn = prepare(roles["inline-editor"], params, d.reviews, d.repo_root)
     rt = runtime(d)
     result = asyncio.run(rt.run(spawn, rt.tool_context(spawn, d.research_log, d.code_root)))
@@ -152,21 +204,31 @@ def test_whole_doc_guard_trips_only_on_a_collapsed_fan_out(tmp_path: Path) -> No
     rt = runtime(d)
 
     def audit(**extra: Any) -> Any:
-        params = SpawnParams(run_id="g", role="readability-auditor", kind="phase1-creation", target="design",
-                             target_path=str(d.design.relative_to(d.repo_root)), slice=(1, 470), **extra)
+        params = SpawnParams(
+            run_id="g",
+            role="readability-auditor",
+            kind="phase1-creation",
+            target="design",
+            target_path=str(d.design.relative_to(d.repo_root)),
+            slice=(1, 470),
+            **extra,
+        )
         spawn = prepare(roles["readability-auditor"], params, d.reviews, d.repo_root)
         return asyncio.run(rt.run(spawn, rt.tool_context(spawn, d.research_log))).review
 
     collapsed = audit(slice_count=1, total_lines=473)
-    assert [f.rule for f in collapsed.findings] == ["wiring-error"] and collapsed.findings[0].severity == "blocker"
+    assert [f.rule for f in collapsed.findings] == ["wiring-error"] and collapsed.findings[
+        0
+    ].severity == "blocker"
     assert "wiring-error" not in {f.rule for f in audit().findings}  # design-sync's single pass
 
 
 def test_auditor_reads_only_its_slice_and_the_anchors(tmp_path: Path) -> None:
     d = build_base("example", CORPUS, tmp_path)
     filler = "\n".join(f"Plain line number {i} about buckets." for i in range(300))
-    text = d.design.read_text().replace("## Decision Records", f"## Appendix\n\n**TL;DR:** Notes.\n\n{filler}\n\n"
-                                        "## Decision Records")
+    text = d.design.read_text().replace(
+        "## Decision Records", f"## Appendix\n\n**TL;DR:** Notes.\n\n{filler}\n\n## Decision Records"
+    )
     text = text.replace("The limiter protects fairness", "The robust limiter protects fairness")
     d.design.write_text(text)
     audit = run(d, "readability-auditor")

@@ -16,7 +16,14 @@ def test_example_tracks_parse() -> None:
         "Episode 1: RateLimitMiddleware answers 429",
         "Episode 2: Local fallback replaces plain fail-open",
     ]
-    assert [e.marks_superseded for e in tracks[1].episodes] == [False, True]
+    from pipeline.design_doc import load_design
+    from pipeline.offline.supersede import find
+
+    frozen = load_design(Path(__file__).parent / "corpus" / "base" / "design.md")
+    found = find(frozen, [("track-2.md", e) for e in tracks[1].episodes])
+    assert [(s.number, s.episode.title) for s in found] == [
+        (3, "Episode 2: Local fallback replaces plain fail-open")
+    ]
     refs = [(r.file, r.section) for r in tracks[1].refs]
     assert refs == [("design.md", "Request flow"), ("design.md", "When Redis is unreachable")]
 

@@ -36,7 +36,11 @@ def test_shipped_roles_match_the_seed_table() -> None:
 
 def test_user_override_and_bad_definitions(tmp_path: Path) -> None:
     override = tmp_path / ".designloop" / "agents" / "readability-auditor.md"
-    text = (load_roles()["readability-auditor"].source).read_text().replace("model_tier: fast", "model_tier: strong")
+    text = (
+        (load_roles()["readability-auditor"].source)
+        .read_text()
+        .replace("model_tier: fast", "model_tier: strong")
+    )
     write(override, text)
     assert load_roles(tmp_path)["readability-auditor"].tier == "strong"
     write(override, text.replace("tools: Read, Grep", "tools: Read, Grep, Write"))
@@ -59,8 +63,15 @@ def test_prompt_override(tmp_path: Path) -> None:
 def test_cold_params_never_name_the_log(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     roles = load_roles()
-    bad = SpawnParams(run_id="r", role="readability-auditor", kind="phase1-creation", target="design",
-                      target_path="x.md", slice=(1, 10), research_log_path="log.md")
+    bad = SpawnParams(
+        run_id="r",
+        role="readability-auditor",
+        kind="phase1-creation",
+        target="design",
+        target_path="x.md",
+        slice=(1, 10),
+        research_log_path="log.md",
+    )
     with pytest.raises(WiringError, match="research_log_path"):
         prepare(roles["readability-auditor"], bad, d.reviews, d.repo_root)
     missing = SpawnParams(run_id="r", role="absorption-check", kind="phase1-creation", target="design")
@@ -71,10 +82,25 @@ def test_cold_params_never_name_the_log(tmp_path: Path) -> None:
 def test_fan_out_prompts_differ_only_in_the_params_path(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     role = load_roles()["readability-auditor"]
-    spawns = [prepare(role, SpawnParams(run_id="r1", role=role.name, kind="phase1-creation", target="design",
-                                        target_path="d.md", slice=s, slice_count=3, total_lines=600),
-                      d.reviews, d.repo_root, index=i)
-              for i, s in enumerate([(1, 200), (201, 400), (401, 600)])]
+    spawns = [
+        prepare(
+            role,
+            SpawnParams(
+                run_id="r1",
+                role=role.name,
+                kind="phase1-creation",
+                target="design",
+                target_path="d.md",
+                slice=s,
+                slice_count=3,
+                total_lines=600,
+            ),
+            d.reviews,
+            d.repo_root,
+            index=i,
+        )
+        for i, s in enumerate([(1, 200), (201, 400), (401, 600)])
+    ]
     assert len({s.instructions for s in spawns}) == 1
     bodies = {s.prompt.replace(str(s.params_path.relative_to(d.repo_root)), "<path>") for s in spawns}
     assert len(bodies) == 1 and "<path>" in bodies.pop()
@@ -86,7 +112,9 @@ def test_fan_out_prompts_differ_only_in_the_params_path(tmp_path: Path) -> None:
 
 def test_model_resolution_order() -> None:
     roles = load_roles()
-    settings = {"models": {"tiers": {"strong": "anthropic:claude-x"}, "roles": {"fidelity-check": "openai:f"}}}
+    settings = {
+        "models": {"tiers": {"strong": "anthropic:claude-x"}, "roles": {"fidelity-check": "openai:f"}}
+    }
     env = {"DESIGNLOOP_MODEL": "openai:env"}
     chosen = resolve_models(roles, ModelOptions(), settings, env={})
     assert chosen["design-author"] == "anthropic:claude-x"

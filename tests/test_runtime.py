@@ -25,16 +25,24 @@ from pipeline.runtime import Budget, BudgetExceeded
 from pipeline.settings import Limits
 
 PASS = {"verdict": "PASS", "findings": []}
-FINDING = {"severity": "should-fix", "section": "Overview", "quote": "robust", "rule": "hs-ai-tell",
-           "message": "AI-tell word", "suggested_fix": "say reliable", "decision_shaped": False}
+FINDING = {
+    "severity": "should-fix",
+    "section": "Overview",
+    "quote": "robust",
+    "rule": "hs-ai-tell",
+    "message": "AI-tell word",
+    "suggested_fix": "say reliable",
+    "decision_shaped": False,
+}
 
 
 def review(d: DesignDir, rt: Any, role: str, **kw: Any) -> Any:
     return asyncio.run(review_once(rt, role, d, Limits(), **kw))
 
 
-@pytest.mark.parametrize("role", ["readability-auditor", "absorption-check", "comprehension-review",
-                                  "adversarial-review"])
+@pytest.mark.parametrize(
+    "role", ["readability-auditor", "absorption-check", "comprehension-review", "adversarial-review"]
+)
 def test_each_review_role_through_a_scripted_model(tmp_path: Path, role: str) -> None:
     d = make_repo(tmp_path)
     rt = runtime(d, model_overrides={role: scripted({"verdict": "NEEDS REVISION", "findings": [FINDING]})})
@@ -55,11 +63,20 @@ def test_author_and_fidelity_through_scripted_models(tmp_path: Path) -> None:
         from pydantic_ai.messages import ModelResponse, ToolCallPart
 
         if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart("write", {"path": out, "content": "# Final\n"}, tool_call_id="w")])
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"summary": "wrote it", "output_path": out},
-                                                 tool_call_id="o")])
+            return ModelResponse(
+                parts=[ToolCallPart("write", {"path": out, "content": "# Final\n"}, tool_call_id="w")]
+            )
+        return ModelResponse(
+            parts=[
+                ToolCallPart(
+                    info.output_tools[0].name, {"summary": "wrote it", "output_path": out}, tool_call_id="o"
+                )
+            ]
+        )
 
-    rt = runtime(d, model_overrides={"design-author": FunctionModel(author), "fidelity-check": scripted(PASS)})
+    rt = runtime(
+        d, model_overrides={"design-author": FunctionModel(author), "fidelity-check": scripted(PASS)}
+    )
     run = review(d, rt, "design-author", draft=d.final)
     assert run.results[0].status == "ok" and d.final.read_text() == "# Final\n"
     assert review(d, rt, "fidelity-check").results[0].review.verdict == "PASS"
@@ -68,8 +85,12 @@ def test_author_and_fidelity_through_scripted_models(tmp_path: Path) -> None:
 def test_pass_with_a_should_fix_is_malformed_and_inconclusive_after_one_rerun(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     calls: list[int] = []
-    rt = runtime(d, model_overrides={"comprehension-review": scripted({"verdict": "PASS", "findings": [FINDING]},
-                                                                      calls=calls)})
+    rt = runtime(
+        d,
+        model_overrides={
+            "comprehension-review": scripted({"verdict": "PASS", "findings": [FINDING]}, calls=calls)
+        },
+    )
     result = review(d, rt, "comprehension-review").results[0]
     assert result.status == "inconclusive" and result.attempts == 2
     assert "malformed" in (result.error or "") or "validation" in (result.error or "").lower()
@@ -127,8 +148,11 @@ def test_transient_errors_are_retried_with_retry_after(tmp_path: Path) -> None:
         slept.append(seconds)
 
     flaky = Flaky(inner.function, model_name="flaky")
-    rt = runtime(d, policy=RetryPolicy(attempts=4, base=0.01, max_wait=0.05, sleep=sleep),
-                 model_overrides={"comprehension-review": flaky})
+    rt = runtime(
+        d,
+        policy=RetryPolicy(attempts=4, base=0.01, max_wait=0.05, sleep=sleep),
+        model_overrides={"comprehension-review": flaky},
+    )
     result = review(d, rt, "comprehension-review").results[0]
     assert result.status == "ok" and slept[0] == 7.0 and 0 <= slept[1] <= 0.05 and len(slept) == 2
 
@@ -164,6 +188,7 @@ def test_openai_chat_wire_format_through_respx(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0000000000")
     sent: list[dict[str, Any]] = []
     with respx.mock(assert_all_called=True) as mock:
+
         def answer(request: httpx.Request) -> httpx.Response:
             body = json.loads(request.content)
             sent.append(body)
@@ -179,7 +204,10 @@ def test_openai_chat_wire_format_through_respx(tmp_path: Path, monkeypatch: pyte
         result = review(d, rt, "comprehension-review").results[0]
     assert result.status == "ok" and result.review is not None and result.review.verdict == "PASS"
     assert [t["function"]["name"] for t in sent[0]["tools"]] == ["read", "grep", "final_result"]
-    assert sent[1]["messages"][-1]["role"] == "tool" and "comprehension-review" in sent[1]["messages"][-1]["content"]
+    assert (
+        sent[1]["messages"][-1]["role"] == "tool"
+        and "comprehension-review" in sent[1]["messages"][-1]["content"]
+    )
     assert result.usage.input_tokens == 200 and result.usage.output_tokens == 40
 
 
@@ -191,6 +219,7 @@ def test_anthropic_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000000000000")
     sent: list[dict[str, Any]] = []
     with respx.mock(assert_all_called=True) as mock:
+
         def answer(request: httpx.Request) -> httpx.Response:
             body = json.loads(request.content)
             sent.append(body)
@@ -217,12 +246,16 @@ class _Chat(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
         if len(type(self).requests) == 1:
             path = body["messages"][-1]["content"].rsplit("Params file:", 1)[1].strip()
             payload = chat_completion("read", {"path": path}, "c1")
         else:
-            payload = chat_completion("final_result", {"verdict": "NEEDS REVISION", "findings": [FINDING]}, "c2")
+            payload = chat_completion(
+                "final_result", {"verdict": "NEEDS REVISION", "findings": [FINDING]}, "c2"
+            )
         data = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -234,8 +267,9 @@ class _Chat(BaseHTTPRequestHandler):
         pass
 
 
-def test_openai_compatible_server_on_loopback_through_the_default_stack(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_compatible_server_on_loopback_through_the_default_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pydantic_ai.models
 
     d = make_repo(tmp_path)

@@ -108,10 +108,19 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     text = repo.design.read_text()
     repo.design.write_text(text + "\n## Appendix\n\n**TL;DR:** More.\n\nSecret appendix sentence.\n")
     roles = load_roles(repo.repo_root)
-    section = next(n for n, line in enumerate(repo.design.read_text().splitlines(), 1) if line == "## Request flow")
-    params = SpawnParams(run_id="v", role="readability-auditor", kind="phase1-creation", target="design",
-                         target_path=str(repo.design.relative_to(repo.repo_root)), slice=(section, section + 8),
-                         slice_count=2, total_lines=400)
+    section = next(
+        n for n, line in enumerate(repo.design.read_text().splitlines(), 1) if line == "## Request flow"
+    )
+    params = SpawnParams(
+        run_id="v",
+        role="readability-auditor",
+        kind="phase1-creation",
+        target="design",
+        target_path=str(repo.design.relative_to(repo.repo_root)),
+        slice=(section, section + 8),
+        slice_count=2,
+        total_lines=400,
+    )
     spawn = prepare(roles["readability-auditor"], params, repo.reviews, repo.repo_root)
     rt = runtime(repo)
     ctx = Ctx(rt.tool_context(spawn, repo.research_log, repo.code_root))
