@@ -67,6 +67,7 @@ def _spawn_event(deps: RunDeps, result: RoleResult, round_: int, slice_: list[in
         error=result.error,
         refusals=result.refusals,
         reads=result.reads,
+        started=result.started,
     )
 
 

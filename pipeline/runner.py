@@ -251,4 +251,3 @@ def run_dir_for(runs_dir: Path, run_id: str) -> Path:
     if not (path / "run.json").is_file():
         raise InputError(f"no run named {run_id!r}", file=runs_dir, hint="designloop runs lists the runs")
     return path
-

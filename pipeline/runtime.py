@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -149,6 +150,8 @@ class RoleResult:
     error: str | None = None
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
+    started: str = ""
+    """When the spawn began (ISO 8601, UTC)."""
 
     @property
     def review(self) -> ReviewOutput | None:
@@ -268,6 +271,7 @@ class Runtime:
             spec = self.model_overrides[role.name].model_name
         usage = Usage()
         error: str | None = None
+        started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
         for attempt in (1, 2):
             self.budget.check(self.ledger.total())
             log = CallLog()
@@ -314,6 +318,7 @@ class Runtime:
                 spawn.params_path,
                 refusals=list(ctx.refusals),
                 reads=list(ctx.reads),
+                started=started,
             )
         return RoleResult(
             role.name,
@@ -326,6 +331,7 @@ class Runtime:
             error,
             list(ctx.refusals),
             list(ctx.reads),
+            started,
         )
 
     def _record(self, usage: Usage, log: CallLog, spawn: Spawn) -> None:

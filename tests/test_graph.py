@@ -211,7 +211,7 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
         if warm:
             import datetime as dt
 
-            first, second = (dt.datetime.fromisoformat(a["time"]) for a in audits)
+            first, second = (dt.datetime.fromisoformat(a["started"]) for a in audits)
             assert audits[0]["slice"][0] == 1  # the first spawn ran alone before the rest...
             assert (second - first).total_seconds() >= 0.29  # ...which waited out the warm-up delay
     assert outcomes[0] == outcomes[1]
