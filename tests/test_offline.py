@@ -73,7 +73,7 @@ def test_engine_is_deterministic(tmp_path: Path) -> None:
     assert b"# Per-tenant request rate limiting" in outputs[0][0]
 
 
-@pytest.mark.parametrize("base", ["example", "queue"])
+@pytest.mark.parametrize("base", ["example", "queue", "cache"])
 def test_phase1_author_output_is_clean(tmp_path: Path, base: str) -> None:
     d = build_base(base, CORPUS, tmp_path)
     d.design.unlink()
@@ -84,7 +84,7 @@ def test_phase1_author_output_is_clean(tmp_path: Path, base: str) -> None:
     assert run_checks(CheckRequest(design_path=d.design)) == []
     log = load_research_log(d.research_log)
     assert text.count("**Source:** research-log D") == len(log.load_bearing())
-    if base == "queue":
+    if base in ("queue", "cache"):
         assert "## Core Concepts" in text  # three glossary terms
     for role in ("readability-auditor", "absorption-check", "comprehension-review"):
         assert blocking(findings(d, role)) == [], role

@@ -40,6 +40,12 @@ CLEAN_RUNS: dict[str, list[tuple[str, str | None]]] = {
         ("absorption-check", "design"),
         ("adversarial-review", None),
     ],
+    "cache": [
+        ("readability-auditor", "design"),
+        ("comprehension-review", "design"),
+        ("absorption-check", "design"),
+        ("adversarial-review", None),
+    ],
 }
 
 
