@@ -20,9 +20,9 @@ CodeRootOpt = Annotated[
 
 
 def _runs_dir(runs_dir: Path | None) -> Path:
-    from .settings import repo_root
+    from .settings import default_runs_dir, repo_root
 
-    return (runs_dir or repo_root() / "runs").resolve()
+    return (runs_dir or default_runs_dir(repo_root())).resolve()
 
 
 def _execute(

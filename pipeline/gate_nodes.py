@@ -133,11 +133,8 @@ def finish(state: RunState, config: RunnableConfig) -> dict[str, Any]:
         )
     remaining += blocking(state.get("mechanical", []))
     evaluation = state.get("evaluation") or {}
-    if (
-        evaluation.get("round") == state["round"]
-        and author.get("draft_ok")
-        and not blocking([f for f in state.get("mechanical", []) if f["severity"] == "blocker"])
-    ):
+    # An evaluation of this round exists only if this round's draft passed the mechanical checks.
+    if evaluation.get("round") == state["round"]:
         remaining += blocking(evaluation.get("auditor", [])) + blocking(evaluation.get("second", []))
         remaining += [
             {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,9 @@ def _usage(result: RoleResult, round_: int) -> dict[str, Any]:
     return {"round": round_, "role": result.role, **result.usage.to_json()}
 
 
-def _spawn_event(deps: RunDeps, result: RoleResult, round_: int, slice_: list[int] | None = None) -> None:
+def _spawn_event(
+    deps: RunDeps, result: RoleResult, round_: int, slice_: list[int] | None = None, **extra: Any
+) -> None:
     findings = len(result.review.findings) if result.review else 0
     deps.events.emit(
         "spawn",
@@ -68,6 +71,7 @@ def _spawn_event(deps: RunDeps, result: RoleResult, round_: int, slice_: list[in
         refusals=result.refusals,
         reads=result.reads,
         started=result.started,
+        **extra,
     )
 
 
@@ -211,6 +215,7 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> dict[str, Any]
             "skip": skip,
             "total_lines": len(doc.lines),
             "hashes": hashes,
+            "sections": [[sec.name, sec.start, sec.end] for sec in doc.sections],
         }
     }
 
@@ -257,8 +262,10 @@ def route_fanout(state: RunState, config: RunnableConfig) -> list[Send]:
 async def step4_audit_slice(task: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
     """One cold readability auditor on one slice; the fan-out's first spawn warms the cache."""
     deps = deps_of(config)
+    arrived = time.monotonic()
     if deps.warmup and not task["warm"] and deps.settings.warmup_delay > 0:
         await asyncio.sleep(deps.settings.warmup_delay)
+    waited = round(time.monotonic() - arrived, 3)
     d = deps.design
     params = SpawnParams(
         run_id=task["run_id"],
@@ -276,7 +283,7 @@ async def step4_audit_slice(task: dict[str, Any], config: RunnableConfig) -> dic
         deps.runtime.roles["readability-auditor"], params, d.reviews, d.repo_root, index=task["index"]
     )
     result = await deps.runtime.run(spawn, deps.runtime.tool_context(spawn, d.research_log, d.code_root))
-    _spawn_event(deps, result, task["round"], task["slice"])
+    _spawn_event(deps, result, task["round"], task["slice"], warmup_wait=waited)
     findings = [f.model_dump() for f in result.review.findings] if result.review else []
     return {
         "audits": [
@@ -364,10 +371,10 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> dict[str, Any]:
     # Settled means returned clean: an INCONCLUSIVE slice settles nothing.
     clean_audits = [a for a in audits if a["status"] == "ok"]
     audited = {
-        s.name
-        for s in load_design(deps.abs(state["draft"])).sections
+        name
+        for name, start, end in fan["sections"]
         for a in clean_audits
-        if s.start <= a["slice"][1] and s.end >= a["slice"][0]
+        if start <= a["slice"][1] and end >= a["slice"][0]
     }
     settled.update(hashes, audited, [_as_finding(f, state["draft"]) for f in kept], round_)
     audit_inconclusive = [a for a in audits if a["status"] != "ok"]

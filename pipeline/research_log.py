@@ -10,7 +10,7 @@ from typing import Literal
 
 from .errors import InputError
 from .mdstruct import Field, Heading, Structure, parse_fields, parse_structure
-from .textio import TextFile, read_text
+from .textio import TextFile, read_text, split_lines
 
 DECISION_LOG = "Decision Log"
 GATE_RECORD = "Adversarial gate record"
@@ -250,6 +250,27 @@ def render_gate_entry(date: dt.date, verdict: str, items: list[tuple[str, str]])
     return "\n".join(lines) + "\n"
 
 
+def insert_into_section(text: str, section: str, block: str) -> str:
+    """``text`` with ``block`` added at the end of its ``## section`` (created at the end if absent).
+
+    Headings come from the parsed structure, so a ``## `` line inside a code fence is not one.
+    """
+    lines = split_lines(text)
+    span = _section_span(parse_structure(text, lines), section)
+    body = block.strip("\n").split("\n")
+    if span is None:
+        head = "\n".join(lines).rstrip("\n")
+        return f"{head}\n\n## {section}\n\n" + "\n".join(body) + "\n"
+    end = span[1]
+    while end > span[0] and not lines[end - 1].strip():
+        end -= 1
+    rest = lines[end:]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    out = [*lines[:end], "", *body, *(["", *rest] if rest else [])]
+    return "\n".join(out) + "\n"
+
+
 def append_gate_entry(path: Path, date: dt.date, review: object) -> str:
     """Append a dated entry for ``review`` (a ReviewOutput) under the gate record, atomically."""
     from .textio import atomic_write
@@ -260,17 +281,7 @@ def append_gate_entry(path: Path, date: dt.date, review: object) -> str:
     entry = render_gate_entry(date, verdict, items)
     source = read_text(path, what="research log")
     parse_research_log(source)  # refuse to touch a log that does not parse
-    text = source.text.rstrip("\n") + "\n"
-    structure = parse_structure(source.text, source.lines)
-    if _section_span(structure, GATE_RECORD) is None:
-        text += f"\n## {GATE_RECORD}\n"
-    text += "\n" + entry
-    if _section_span(structure, GATE_RECORD) is not None:
-        span = _section_span(structure, GATE_RECORD)
-        assert span is not None
-        lines = source.text.split("\n")
-        before = "\n".join(lines[: span[1]]).rstrip("\n")
-        after = "\n".join(lines[span[1] :]).strip("\n")
-        text = before + "\n\n" + entry + ("\n" + after + "\n" if after else "")
-    atomic_write(path, text, newline=source.newline, bom=source.bom)
+    atomic_write(
+        path, insert_into_section(source.text, GATE_RECORD, entry), newline=source.newline, bom=source.bom
+    )
     return entry

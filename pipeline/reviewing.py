@@ -59,14 +59,15 @@ def round1_params(
         raise InputError("no draft to review", file=target, hint="write it first, or pass --draft PATH")
     if role == "readability-auditor":
         lines = load_design(target).lines
-        parts = [slice_] if slice_ else partition_for(lines, limits)
+        partition = partition_for(lines, limits)
+        parts = [slice_] if slice_ else partition
         return [
             SpawnParams(
                 **base,
                 target="design",
                 target_path=_rel(target, root),
                 slice=part,
-                slice_count=len(partition_for(lines, limits)),
+                slice_count=len(partition),
                 total_lines=len(lines),
             )
             for part in parts

@@ -17,14 +17,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
-from .design_dir import DesignDir, open_design_dir
+from .design_dir import open_design_dir
 from .errors import ExitCode, InputError, WiringError
 from .events import EventLog
 from .graph import build_graph
 from .research_log import load_research_log
 from .run_state import PHASE1, RunDeps, build_deps
 from .runtime import BudgetExceeded, Usage
-from .session import Session, SessionOptions, open_session
+from .session import SessionOptions, open_session
 from .textio import atomic_write
 
 CHECKPOINTS = "checkpoints.sqlite"
@@ -103,10 +103,6 @@ def _record(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _deps(session: Session, design: DesignDir, run_dir: Path, warmup: bool) -> RunDeps:
-    return build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup)
-
-
 def prepare_run(
     kind: str, directory: Path, options: SessionOptions, warmup: bool, code_root: Path | None = None
 ) -> tuple[str, Path]:
@@ -176,7 +172,9 @@ async def execute(
     )
     design = open_design_dir(Path(record["directory"]), Path(record["code_root"]))
     session = open_session(design.repo_root, options)
-    deps = _deps(session, design, run_dir, bool(record.get("warmup", True)))
+    deps = build_deps(
+        session.runtime, design, session.limits, session.run, run_dir, bool(record.get("warmup", True))
+    )
     if listener is not None:
         deps.events.subscribe(listener)
     if configure is not None:

@@ -11,7 +11,7 @@ from .errors import InputError
 from .models import ModelOptions, parse_role_models, resolve_models
 from .roles import load_roles
 from .runtime import Budget, Runtime
-from .settings import Limits, RunSettings, limits_from, merged_params, run_settings
+from .settings import Limits, RunSettings, default_runs_dir, limits_from, merged_params, run_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
     roles = load_roles(repo_root)
     role_models = parse_role_models(list(options.role_models), roles)
     specs = resolve_models(roles, ModelOptions(options.model, role_models, options.base_url), params)
-    runs_dir = (options.runs_dir or repo_root / "runs").resolve()
+    runs_dir = (options.runs_dir or default_runs_dir(repo_root)).resolve()
     cache = None
     if not options.no_cache:
         from .modelcache import open_cache

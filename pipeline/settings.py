@@ -99,6 +99,11 @@ def load_limits(repo_root: Path | None = None) -> Limits:
     return limits_from(data, source)
 
 
+def default_runs_dir(root: Path) -> Path:
+    """Where run records, checkpoints and the model-call cache live unless --runs-dir says otherwise."""
+    return root / "runs"
+
+
 def repo_root(start: Path | None = None) -> Path:
     """The nearest ancestor holding ``.git``, else the current directory (formats.md §1)."""
     here = (start or Path.cwd()).resolve()

@@ -76,6 +76,16 @@ def scripted(
     return FunctionModel(respond, model_name="scripted")
 
 
+def send_json(handler: Any, status: int, payload: Any) -> None:
+    """Answer an http.server request with a JSON body."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def chat_completion(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-1",

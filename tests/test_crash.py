@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentkit import chat_completion, make_repo
+from agentkit import chat_completion, make_repo, send_json
 from graphkit import long_design
 
 from pipeline.review_log import parse_entries
@@ -72,12 +72,7 @@ class Script(BaseHTTPRequestHandler):
         if stage != "final" or last["role"] == "user":
             params = {}
         self._record(params_path, params, stage)
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, reply)
 
     def _record(self, params_path: str, params: dict[str, Any], stage: str) -> None:
         with Script.lock:
@@ -178,19 +173,11 @@ class Leaky(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        data = json.dumps(
-            {
-                "error": {
-                    "message": f"bad request from {self.headers.get('Authorization')}",
-                    "type": "invalid_request_error",
-                }
-            }
-        ).encode()
-        self.send_response(400)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        error = {
+            "message": f"bad request from {self.headers.get('Authorization')}",
+            "type": "invalid_request_error",
+        }
+        send_json(self, 400, {"error": error})
 
     def log_message(self, *args: Any) -> None:
         pass

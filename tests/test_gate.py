@@ -76,3 +76,19 @@ def test_load_bearing_rule(tmp_path: Path) -> None:
     )
     log = load_research_log(write(tmp_path / "l.md", "# L\n\n## Decision Log\n\n" + entries))
     assert [d.id for d in log.load_bearing()] == ["D5"]
+
+
+def test_insert_into_section_keeps_the_rest_and_ignores_fenced_headings() -> None:
+    from pipeline.research_log import insert_into_section
+
+    text = "# L\n\n## Decision Log\n\n### D1: a\n\n```\n## Adversarial gate record\n```\n\n## Notes\n\nkeep\n"
+    out = insert_into_section(text, "Decision Log", "### D2: b")
+    assert out == (
+        "# L\n\n## Decision Log\n\n### D1: a\n\n```\n## Adversarial gate record\n```\n\n### D2: b\n\n"
+        "## Notes\n\nkeep\n"
+    )
+    added = insert_into_section(out, "Adversarial gate record", "### 2026-11-29 — PASS\n")
+    assert added.endswith("keep\n\n## Adversarial gate record\n\n### 2026-11-29 — PASS\n")
+    assert insert_into_section(added, "Adversarial gate record", "### 2026-11-30 — PASS").endswith(
+        "### 2026-11-29 — PASS\n\n### 2026-11-30 — PASS\n"
+    )

@@ -13,7 +13,7 @@ import httpx
 import httpx2
 import pytest
 import respx
-from agentkit import LegacyBridge, anthropic_message, chat_completion, make_repo, runtime, scripted
+from agentkit import LegacyBridge, anthropic_message, chat_completion, make_repo, runtime, scripted, send_json
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -256,12 +256,7 @@ class _Chat(BaseHTTPRequestHandler):
             payload = chat_completion(
                 "final_result", {"verdict": "NEEDS REVISION", "findings": [FINDING]}, "c2"
             )
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, payload)
 
     def log_message(self, *args: Any) -> None:
         pass

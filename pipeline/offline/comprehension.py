@@ -128,53 +128,46 @@ def term_order(doc: DesignDoc, known: frozenset[str]) -> list[dict[str, Any]]:
 def dangling_refs(doc: DesignDoc) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     names = {s.name.lower() for s in doc.sections}
-    last_prose = max(
-        (n for n, t in doc.prose_lines() if t.strip() and not t.lstrip().startswith("#")), default=0
-    )
-    body_end = doc.find("Decision Records")
-    prose_end = (body_end.start - 1) if body_end else last_prose
+    records = doc.find("Decision Records")
+    body = [
+        n
+        for n, t in doc.prose_lines(1, records.start - 1 if records else None)
+        if t.strip() and not t.lstrip().startswith("#")
+    ]
+    last_body_line = max(body, default=0)
+
+    def dangling(number: int, quote: str, message: str, fix: str) -> None:
+        out.append(
+            _finding("should-fix", "cr-dangling-ref", doc.section_name_at(number), quote, message, fix)
+        )
+
     for number, line in doc.prose_lines():
         text = clean(line, keep_code=True)
         for match in SECTION_REF_RE.finditer(line):
             target = (match.group("q") or match.group("bare") or "").strip()
             if target.lower() not in names:
-                out.append(
-                    _finding(
-                        "should-fix",
-                        "cr-dangling-ref",
-                        doc.section_name_at(number),
-                        match.group(0),
-                        f"reference {match.group(0)} on line {number} names no section",
-                        "point it at an existing section heading, or remove it",
-                    )
+                dangling(
+                    number,
+                    match.group(0),
+                    f"reference {match.group(0)} on line {number} names no section",
+                    "point it at an existing section heading, or remove it",
                 )
         for match in NAMED_SECTION_REF_RE.finditer(text):
             target = match.group("name").strip()
             if target.lower() not in names:
-                out.append(
-                    _finding(
-                        "should-fix",
-                        "cr-dangling-ref",
-                        doc.section_name_at(number),
-                        match.group(0),
-                        f"'{match.group(0)}' on line {number}: there is no '{target}' section",
-                        "name an existing section, or add the section",
-                    )
+                dangling(
+                    number,
+                    match.group(0),
+                    f"'{match.group(0)}' on line {number}: there is no '{target}' section",
+                    "name an existing section, or add the section",
                 )
         for _, match in find_terms(text, lexicon().forward_refs):
-            rest = [
-                t for n, t in doc.prose_lines(number + 1, prose_end) if t.strip() and not t.startswith("#")
-            ]
-            if not rest:
-                out.append(
-                    _finding(
-                        "should-fix",
-                        "cr-dangling-ref",
-                        doc.section_name_at(number),
-                        match.group(0),
-                        f"'{match.group(0)}' on line {number}, but nothing follows it",
-                        "add what it promises, or remove the pointer",
-                    )
+            if number >= last_body_line:  # no body prose after it
+                dangling(
+                    number,
+                    match.group(0),
+                    f"'{match.group(0)}' on line {number}, but nothing follows it",
+                    "add what it promises, or remove the pointer",
                 )
     return out
 
