@@ -18,15 +18,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.offline.quality import build_base, evaluate, table  # noqa: E402
-from pipeline.reviewing import review_once  # noqa: E402
-from pipeline.roles import load_roles  # noqa: E402
-from pipeline.runtime import Runtime  # noqa: E402
+from quality import build_base, evaluate, table  # noqa: E402
+
+from pipeline.agents.inputs import review_once  # noqa: E402
+from pipeline.agents.roles import load_roles  # noqa: E402
+from pipeline.agents.runtime import Runtime  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
-ROLES = [("design-author", None), ("readability-auditor", None), ("absorption-check", None),
-         ("comprehension-review", None), ("adversarial-review", None), ("fidelity-check", "design-final.md")]
+ROLES = [
+    ("design-author", None),
+    ("readability-auditor", None),
+    ("absorption-check", None),
+    ("comprehension-review", None),
+    ("adversarial-review", None),
+    ("fidelity-check", "design-final.md"),
+]
 
 
 def time_roles(repeats: int = 5) -> list[tuple[str, float]]:

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from pipeline.errors import InputError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_PARAMS = "designloop.toml"

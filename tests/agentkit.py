@@ -13,9 +13,9 @@ import httpx2
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pipeline.design_dir import DesignDir, open_design_dir
-from pipeline.roles import load_roles
-from pipeline.runtime import Runtime
+from pipeline.agents.roles import load_roles
+from pipeline.agents.runtime import Runtime
+from pipeline.formats.design_dir import DesignDir, open_design_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "docs" / "adr" / "0001-request-rate-limiter"

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.design_dir import DesignDir
+from pipeline.agents.session import SessionOptions
+from pipeline.formats.design_dir import DesignDir
+from pipeline.graph.runner import RunResult, execute, prepare_run
+from pipeline.graph.state import RunDeps
 from pipeline.offline.driver import Observations, engine_model
-from pipeline.run_state import RunDeps
-from pipeline.runner import RunResult, execute, prepare_run
-from pipeline.session import SessionOptions
 
 Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
 PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}

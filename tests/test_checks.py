@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import STAMP, body, design, write
 
-from pipeline.checks import CheckRequest, find_asides, run_checks
+from pipeline.checks.engine import CheckRequest, find_asides, run_checks
 from pipeline.errors import InputError
-from pipeline.findings import Finding
+from pipeline.formats.findings import Finding
 
 
 def check(tmp_path: Path, text: str, **kw: object) -> list[Finding]:

@@ -9,7 +9,7 @@ from typing import Any
 from agentkit import make_repo
 
 from pipeline.errors import ExitCode
-from pipeline.research_log import load_research_log
+from pipeline.formats.research_log import load_research_log
 
 
 def test_roles_lists_tools_log_access_and_models(cli: Any, monkeypatch: Any) -> None:

@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 from agentkit import chat_completion, make_repo, send_json
 from graphkit import long_design
 
-from pipeline.review_log import parse_entries
-from pipeline.slices import partition
-from pipeline.stamp import has_stamp
+from pipeline.formats.review_log import parse_entries
+from pipeline.formats.slices import partition
+from pipeline.formats.stamp import has_stamp
 
 DOC = long_design(sections=22) + "\n"  # 534 lines: three auditor slices
 PASS = {"verdict": "PASS", "findings": []}
@@ -233,7 +233,7 @@ def test_api_keys_never_reach_logs_run_records_or_the_review_log(tmp_path: Path)
 
 
 def test_a_base_url_with_credentials_is_not_stored() -> None:
-    from pipeline.runner import stored_url
+    from pipeline.graph.runner import stored_url
 
     assert stored_url("http://user:SECRET@host:8000/v1") is None
     assert stored_url("http://localhost:11434/v1") == "http://localhost:11434/v1"

@@ -11,12 +11,12 @@ from agentkit import make_repo
 from graphkit import PASS, finding, go, long_design, returns, start, writes
 
 from pipeline.errors import ExitCode, WiringError
-from pipeline.events import read_events, replay
-from pipeline.research_log import load_research_log
-from pipeline.review_log import parse_entries
+from pipeline.formats.research_log import load_research_log
+from pipeline.formats.review_log import parse_entries
+from pipeline.formats.slices import partition_for
+from pipeline.formats.stamp import has_stamp
+from pipeline.runs.events import read_events, replay
 from pipeline.settings import RunSettings
-from pipeline.slices import partition_for
-from pipeline.stamp import has_stamp
 
 
 def spawns(run_dir: Path) -> list[dict[str, Any]]:
@@ -219,7 +219,7 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
 
 
 def test_the_documented_diagram_is_drawn_from_the_graph() -> None:
-    from pipeline.graph import build_graph
+    from pipeline.graph.build import build_graph
 
     doc = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
     block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]
@@ -291,7 +291,7 @@ def test_bad_input_exits_2_without_a_run(tmp_path: Path, cli: Any) -> None:
 
 
 def test_the_live_view_follows_the_events() -> None:
-    from pipeline.live import LiveState
+    from pipeline.cli.live import LiveState
 
     state = LiveState("phase1-creation")
     state.apply({"type": "round", "round": 2, "budget": 3})

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 from agentkit import make_repo, runtime
+from quality import build_base, evaluate, table
 
-from pipeline.checks import CheckRequest, run_checks
-from pipeline.design_dir import DesignDir
-from pipeline.offline.quality import build_base, evaluate, table
-from pipeline.research_log import load_research_log
-from pipeline.reviewing import review_once
-from pipeline.roles import load_roles
+from pipeline.agents.inputs import review_once
+from pipeline.agents.roles import load_roles
+from pipeline.agents.spawn import SpawnParams, prepare
+from pipeline.checks.engine import CheckRequest, run_checks
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.research_log import load_research_log
 from pipeline.settings import Limits
-from pipeline.spawn import SpawnParams, prepare
 
 CORPUS = Path(__file__).parent / "corpus"
 

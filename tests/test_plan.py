@@ -4,8 +4,8 @@ from pathlib import Path
 
 from conftest import EXAMPLE, write
 
-from pipeline.design_doc import load_design
-from pipeline.plan import load_plan_file, load_tracks
+from pipeline.formats.design_doc import load_design
+from pipeline.formats.plan import load_plan_file, load_tracks
 
 
 def test_example_tracks_parse() -> None:
@@ -16,7 +16,7 @@ def test_example_tracks_parse() -> None:
         "Episode 1: RateLimitMiddleware answers 429",
         "Episode 2: Local fallback replaces plain fail-open",
     ]
-    from pipeline.design_doc import load_design
+    from pipeline.formats.design_doc import load_design
     from pipeline.offline.supersede import find
 
     frozen = load_design(Path(__file__).parent / "corpus" / "base" / "design.md")

@@ -8,7 +8,7 @@ import pytest
 from conftest import write
 
 from pipeline.errors import InputError
-from pipeline.review_log import (
+from pipeline.formats.review_log import (
     MutationEntry,
     append_entry,
     parse_entries,

@@ -8,10 +8,10 @@ import pytest
 from agentkit import make_repo
 from conftest import write
 
+from pipeline.agents.models import ModelOptions, parse_role_models, redact, resolve_models
+from pipeline.agents.roles import instructions_for, load_roles
+from pipeline.agents.spawn import SpawnParams, prefix_share, prepare
 from pipeline.errors import InputError, WiringError
-from pipeline.models import ModelOptions, parse_role_models, redact, resolve_models
-from pipeline.roles import instructions_for, load_roles
-from pipeline.spawn import SpawnParams, prefix_share, prepare
 
 SEED_TOOLS = {
     "design-author": ("Read", "Write", "Edit", "Bash", "PSI"),

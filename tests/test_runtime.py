@@ -17,11 +17,11 @@ from agentkit import LegacyBridge, anthropic_message, chat_completion, make_repo
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pipeline.design_dir import DesignDir
-from pipeline.modelcache import RetryPolicy, open_cache
-from pipeline.models import build_model
-from pipeline.reviewing import review_once
-from pipeline.runtime import Budget, BudgetExceeded
+from pipeline.agents.cache import RetryPolicy, open_cache
+from pipeline.agents.inputs import review_once
+from pipeline.agents.models import build_model
+from pipeline.agents.runtime import Budget, BudgetExceeded
+from pipeline.formats.design_dir import DesignDir
 from pipeline.settings import Limits
 
 PASS = {"verdict": "PASS", "findings": []}

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from conftest import body, design, write
 
-from pipeline.design_doc import load_design
 from pipeline.errors import DuplicateSection
-from pipeline.findings import WIRING_ERROR, Finding
-from pipeline.settled import SettledState, section_hashes
+from pipeline.formats.design_doc import load_design
+from pipeline.formats.findings import WIRING_ERROR, Finding
+from pipeline.formats.settled import SettledState, section_hashes
 
 
 def doc(tmp_path: Path, *sections: str, overview: str = "What this is."):  # type: ignore[no-untyped-def]

@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import WiringError
+from pipeline.formats.slices import (
+    assert_fanout,
+    cut_candidates,
+    expected_slice_count,
+    partition,
+    whole_doc_guard,
+)
 from pipeline.settings import Limits
-from pipeline.slices import assert_fanout, cut_candidates, expected_slice_count, partition, whole_doc_guard
 
 line_kinds = st.sampled_from(["text", "", "## H", "# Part 1", "```", "   ", "### sub"])
 

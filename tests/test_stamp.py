@@ -7,7 +7,13 @@ import pytest
 from conftest import STAMP, write
 
 from pipeline.errors import StampViolation
-from pipeline.stamp import WorkflowSha, assert_line1_preserved, has_stamp, line1_preserved, prepend_stamp
+from pipeline.formats.stamp import (
+    WorkflowSha,
+    assert_line1_preserved,
+    has_stamp,
+    line1_preserved,
+    prepend_stamp,
+)
 
 
 def git(cwd: Path, *args: str) -> str:

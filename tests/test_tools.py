@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agentkit import make_repo
 
-from pipeline.tools import ToolContext, bash, edit, forbid, glob_files, grep, psi, read, write
+from pipeline.agents.tools import ToolContext, bash, edit, forbid, glob_files, grep, psi, read, write
 
 
 class Ctx:
@@ -102,8 +102,8 @@ def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
 def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> None:  # type: ignore[no-untyped-def]
     from agentkit import runtime
 
-    from pipeline.roles import load_roles
-    from pipeline.spawn import SpawnParams, prepare
+    from pipeline.agents.roles import load_roles
+    from pipeline.agents.spawn import SpawnParams, prepare
 
     text = repo.design.read_text()
     repo.design.write_text(text + "\n## Appendix\n\n**TL;DR:** More.\n\nSecret appendix sentence.\n")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pydantic_ai.models.function import FunctionModel
 
-from ..errors import InputError
-from . import absorption, adversarial, auditor, author, comprehension, editor, fidelity
-from .driver import Engine, engine_model
+from pipeline.errors import InputError
+from pipeline.offline import absorption, adversarial, auditor, author, comprehension, editor, fidelity
+from pipeline.offline.driver import Engine, engine_model
 
 ENGINES: dict[str, Engine] = {
     "design-author": author.run,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .driver import Observations
-from .logtext import log_from_text, records, similarity, view_of_decision
-from .text import antonym_conflict, doc_from_text, review_finding, verdict_of
+from pipeline.offline.driver import Observations
+from pipeline.offline.logtext import log_from_text, records, similarity, view_of_decision
+from pipeline.offline.text import antonym_conflict, doc_from_text, review_finding, verdict_of
 
 MATCH = 0.5
 

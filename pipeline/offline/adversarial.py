@@ -6,9 +6,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from .driver import Observations
-from .logtext import alternatives, is_empty, log_from_text, view_of_decision
-from .text import (
+from pipeline.offline.driver import Observations
+from pipeline.offline.logtext import alternatives, is_empty, log_from_text, view_of_decision
+from pipeline.offline.text import (
     antonym_conflict,
     containment,
     content_words,

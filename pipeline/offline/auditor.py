@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..design_doc import DesignDoc
-from ..slices import whole_doc_guard
-from . import prose_lint
-from .driver import Observations
-from .text import (
+from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.slices import whole_doc_guard
+from pipeline.offline import prose_lint
+from pipeline.offline.driver import Observations
+from pipeline.offline.text import (
     HouseRule,
     Paragraph,
     acronym_base,

@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..plan import Entry, parse_plan_file
-from ..research_log import Decision, ResearchLog
-from ..textio import decode
-from . import fixer, supersede
-from .driver import Observations
-from .fidelity import looks_like_symbol
-from .logtext import log_from_text
-from .text import (
+from pipeline.formats.plan import Entry, parse_plan_file
+from pipeline.formats.research_log import Decision, ResearchLog
+from pipeline.formats.textio import decode
+from pipeline.offline import fixer, supersede
+from pipeline.offline.driver import Observations
+from pipeline.offline.fidelity import looks_like_symbol
+from pipeline.offline.logtext import log_from_text
+from pipeline.offline.text import (
     clean,
     code_spans,
     defines_acronym,

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc
-from .driver import Observations
-from .logtext import records
-from .text import (
+from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc
+from pipeline.offline.driver import Observations
+from pipeline.offline.logtext import records
+from pipeline.offline.text import (
     acronym_base,
     acronyms_in,
     clean,

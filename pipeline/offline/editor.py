@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import fixer
-from .driver import Observations
-from .text import parse_house_style
+from pipeline.offline import fixer
+from pipeline.offline.driver import Observations
+from pipeline.offline.text import parse_house_style
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..plan import Entry, parse_plan_file
-from ..textio import decode
-from . import supersede
-from .driver import Observations
-from .logtext import records
-from .text import (
+from pipeline.formats.plan import Entry, parse_plan_file
+from pipeline.formats.textio import decode
+from pipeline.offline import supersede
+from pipeline.offline.driver import Observations
+from pipeline.offline.logtext import records
+from pipeline.offline.text import (
     antonym_conflict,
     clean,
     code_spans,

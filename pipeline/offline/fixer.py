@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..checks import find_asides
-from ..design_doc import STAMP_LIKE_RE, DesignDoc
-from .text import HouseRule, doc_from_text, sentences, term_pattern, words
+from pipeline.checks.engine import find_asides
+from pipeline.formats.design_doc import STAMP_LIKE_RE, DesignDoc
+from pipeline.offline.text import HouseRule, doc_from_text, sentences, term_pattern, words
 
 Fixer = Callable[[list[str], DesignDoc, dict[str, Any], dict[str, HouseRule]], bool]
 LINK_INTO_PLAN_RE = re.compile(r"\[([^\]]+)\]\(\s*(?:\.{1,2}/)*(?:plan/|implementation-plan\.md)[^)]*\)")

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..design_doc import DesignDoc, DRecord
-from ..research_log import Decision, ResearchLog, parse_research_log
-from ..textio import decode
-from .text import content_words, jaccard, lexicon
+from pipeline.formats.design_doc import DesignDoc, DRecord
+from pipeline.formats.research_log import Decision, ResearchLog, parse_research_log
+from pipeline.formats.textio import decode
+from pipeline.offline.text import content_words, jaccard, lexicon
 
 
 def log_from_text(text: str, name: str = "research-log.md") -> ResearchLog:

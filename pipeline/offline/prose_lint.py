@@ -9,8 +9,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ..design_doc import DesignDoc
-from .text import Paragraph
+from pipeline.formats.design_doc import DesignDoc
+from pipeline.offline.text import Paragraph
 
 
 @cache

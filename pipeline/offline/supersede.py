@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..design_doc import DesignDoc
-from ..plan import Entry
-from .logtext import RecordView, records
-from .text import containment, content_words, sentences
+from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.plan import Entry
+from pipeline.offline.logtext import RecordView, records
+from pipeline.offline.text import containment, content_words, sentences
 
 SUPERSEDES_RE = re.compile(r"\bsupersed(?:es|ed|e)\b[^.]*?\bD(?P<num>\d+)\b", re.IGNORECASE)
 FULL_DESIGN_RE = re.compile(r"^\s*\*\*Full design:\*\*.*$", re.MULTILINE)

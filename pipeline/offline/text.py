@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..design_doc import DesignDoc, parse_design
-from ..settings import data_dir, load_toml
-from ..textio import decode
+from pipeline.formats.design_doc import DesignDoc, parse_design
+from pipeline.formats.textio import decode
+from pipeline.settings import data_dir, load_toml
 
 CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
 LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")

@@ -1,0 +1,140 @@
+"""The spawn contract: one params file per spawn, and a prompt body byte-identical across a fan-out.
+
+Per-spawn values live only in the params file under ``_workflow/reviews/``; the prompt
+names nothing but that file's path, so a fan-out shares its whole prompt prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.agents.roles import RoleDef, instructions_for, load_prompt
+from pipeline.errors import WiringError
+from pipeline.formats.textio import atomic_write
+from pipeline.settings import data_dir, load_toml
+
+
+class FlaggedPassage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    severity: str
+    rule: str
+    section: str | None = None
+    quote: str | None = None
+    line: int | None = None
+    message: str
+    suggested_fix: str = ""
+
+
+class SpawnParams(BaseModel):
+    """Everything a spawn needs; each role's params schema picks its keys (params/spawn.toml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    role: str
+    kind: str
+    round: int = 1
+    target: str | None = None
+    target_path: str | None = None
+    draft_path: str | None = None
+    design_path: str | None = None
+    design_mechanics_path: str | None = None
+    output_path: str | None = None
+    research_log_path: str | None = None
+    episodes_path: str | None = None
+    plan_path: str | None = None
+    plan_dir: str | None = None
+    code_root: str | None = None
+    slice: tuple[int, int] | None = None
+    slice_count: int | None = None
+    total_lines: int | None = None
+    scope: str | None = None
+    bounded_scope: list[str] | None = None
+    mutation_kind: str | None = None
+    flagged_passages: list[FlaggedPassage] | None = None
+
+    def present(self) -> set[str]:
+        return {k for k, v in self.model_dump().items() if v is not None}
+
+
+@cache
+def _schemas() -> dict[str, Any]:
+    roles = load_toml(data_dir("params") / "spawn.toml").get("roles", {})
+    assert isinstance(roles, dict)
+    return roles
+
+
+def validate_params(role: RoleDef, params: SpawnParams) -> None:
+    """Refuse a params file that breaks the role's schema or the cold-read rule."""
+    if params.role != role.name:
+        raise WiringError(f"params for role {params.role} handed to {role.name}")
+    schema = _schemas().get(role.name, {"required": [], "forbidden": []})
+    present = params.present()
+    missing = [k for k in schema.get("required", []) if k not in present]
+    extra = [k for k in schema.get("forbidden", []) if k in present]
+    if role.cold and "research_log_path" in present:
+        extra.append("research_log_path")
+    if missing or extra:
+        raise WiringError(
+            f"params for {role.name} break its schema: missing {missing}, forbidden {sorted(set(extra))}",
+            hint="a cold role's params never name the research log (S1/S2)",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Spawn:
+    role: RoleDef
+    params: SpawnParams
+    params_path: Path
+    instructions: str
+    prompt: str
+
+    @property
+    def full_text(self) -> str:
+        return self.instructions + "\n\n" + self.prompt
+
+
+def params_path_for(reviews_dir: Path, params: SpawnParams, index: int | None = None) -> Path:
+    suffix = f"-s{index}" if index is not None else ""
+    return reviews_dir / params.run_id / f"r{params.round}-{params.role}{suffix}.json"
+
+
+def write_params(path: Path, params: SpawnParams) -> None:
+    atomic_write(path, json.dumps(params.model_dump(exclude_none=True), indent=2, ensure_ascii=False) + "\n")
+
+
+def prepare(
+    role: RoleDef, params: SpawnParams, reviews_dir: Path, repo_root: Path, index: int | None = None
+) -> Spawn:
+    """Validate and write the params file; build the instructions and the spawn prompt."""
+    validate_params(role, params)
+    path = params_path_for(reviews_dir, params, index)
+    write_params(path, params)
+    shown = os.path.relpath(path, repo_root) if path.is_relative_to(repo_root) else str(path)
+    prompt = load_prompt("spawn.md", repo_root).replace("{params_path}", shown)
+    return Spawn(role, params, path, instructions_for(role, repo_root), prompt)
+
+
+def prefix_share(texts: list[str]) -> float:
+    """The share of each fan-out prompt that is a byte-identical common prefix (1.0 = identical)."""
+    if not texts:
+        return 1.0
+    encoded = [t.encode() for t in texts]
+    first = encoded[0]
+    common = len(first)
+    for other in encoded[1:]:
+        limit = min(common, len(other))
+        i = 0
+        while i < limit and first[i] == other[i]:
+            i += 1
+        common = i
+    mean = sum(len(t) for t in encoded) / len(encoded)
+    return common / mean if mean else 1.0

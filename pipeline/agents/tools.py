@@ -1,0 +1,369 @@
+"""Agent tools confined to the repository root, registered strictly from a role's allow-list.
+
+Read, Grep and Glob resolve every path (symlinks included) and refuse anything outside the
+repository root. For cold roles the research log is refused by resolved real path, by inode
+(hard links) and by content (copies under another name), and is invisible to Grep and Glob.
+Write and Edit accept only the spawn's output_path. Bash runs an allow-list of read-only
+commands without a shell, with a stripped environment and a time limit. A refusal is
+returned to the model as the tool's result and recorded on the context.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic_ai import RunContext, Tool
+
+from pipeline.agents.psi import SKIP_DIRS, CodeIndex, build_index
+from pipeline.formats.textio import atomic_write
+
+MAX_READ_CHARS = 400_000
+MAX_MATCHES = 200
+BASH_COMMANDS = frozenset({"git", "ls", "wc", "rg", "grep"})
+GIT_SUBCOMMANDS = frozenset({"log", "show", "diff", "blame"})
+BASH_FORBIDDEN_ARGS = (
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--pre",
+    "--exec",
+    "-c",
+    "--config",
+    "--upload-pack",
+    "--open-files-in-pager",
+    "-O",
+)
+SHELL_META = re.compile(r"[|;&<>`$\n]")
+
+
+class Refused(Exception):
+    """A tool call outside the role's permissions."""
+
+
+@dataclass(slots=True)
+class ForbiddenFile:
+    path: Path
+    inode: tuple[int, int]
+    size: int
+    digest: str
+
+
+def forbid(path: Path) -> ForbiddenFile | None:
+    try:
+        real = path.resolve(strict=True)
+        stat = real.stat()
+        digest = hashlib.sha256(real.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), stat.st_size, digest)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """The dependencies a spawn's tools run against."""
+
+    role: str
+    repo_root: Path
+    output_path: Path | None = None
+    forbidden: list[ForbiddenFile] = field(default_factory=list)
+    bash_timeout: float = 10.0
+    code_root: Path | None = None
+    views: dict[Path, frozenset[int] | None] | None = None
+    """When set, the only readable files; a line set shows those lines and blanks the rest."""
+    refusals: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    _index: CodeIndex | None = None
+
+    def __post_init__(self) -> None:
+        self.repo_root = self.repo_root.resolve()
+        if self.output_path is not None:
+            self.output_path = self._absolute(str(self.output_path)).resolve()
+
+    def _absolute(self, raw: str) -> Path:
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else self.repo_root / path
+
+    def refuse(self, message: str) -> Refused:
+        self.refusals.append(message)
+        return Refused(message)
+
+    def is_forbidden(self, real: Path) -> bool:
+        if not self.forbidden:
+            return False
+        if real.name == "research-log.md":
+            return True
+        try:
+            stat = real.stat()
+        except OSError:
+            return False
+        for item in self.forbidden:
+            if real == item.path or (stat.st_dev, stat.st_ino) == item.inode:
+                return True
+            if stat.st_size == item.size and real.is_file():
+                try:
+                    if hashlib.sha256(real.read_bytes()).hexdigest() == item.digest:
+                        return True
+                except OSError:
+                    continue
+        return False
+
+    def confine(self, raw: str) -> Path:
+        """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files."""
+        real = self._absolute(raw).resolve()
+        if not real.is_relative_to(self.repo_root):
+            raise self.refuse(f"{raw}: outside the repository root")
+        if self.is_forbidden(real):
+            raise self.refuse(f"{raw}: the research log is not readable by the {self.role} role")
+        if self.views is not None and real not in self.views and real != self.repo_root:
+            raise self.refuse(
+                f"{raw}: the {self.role} role reads only its params file and its slice of the draft"
+            )
+        return real
+
+    def visible(self, real: Path, text: str) -> str:
+        """The text of ``real`` as this role may see it: masked lines are left empty."""
+        lines = self.views.get(real) if self.views is not None else None
+        if lines is None:
+            return text
+        return "".join(
+            line if number in lines else ("\n" if line.endswith("\n") else "")
+            for number, line in enumerate(text.splitlines(keepends=True), start=1)
+        )
+
+    def rel(self, path: Path) -> str:
+        return (
+            path.relative_to(self.repo_root).as_posix() if path.is_relative_to(self.repo_root) else str(path)
+        )
+
+    def index(self) -> CodeIndex:
+        if self._index is None:
+            root = (self.code_root or self.repo_root).resolve()
+            if not root.is_relative_to(self.repo_root):
+                root = self.repo_root
+            self._index = build_index(self.repo_root, root)
+        return self._index
+
+
+def _refusal(exc: Refused) -> str:
+    return f"refused: {exc}"
+
+
+def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
+    """Read a text file in the repository (a directory lists its entries).
+
+    `offset` is the first line (1-based); `limit` caps the number of lines.
+    """
+    deps = ctx.deps
+    try:
+        real = deps.confine(path)
+    except Refused as exc:
+        return _refusal(exc)
+    if real.is_dir():
+        if deps.views is not None:
+            return _refusal(deps.refuse(f"{path}: the {deps.role} role may not list directories"))
+        entries = [
+            e.name + ("/" if e.is_dir() else "")
+            for e in sorted(real.iterdir())
+            if not e.name.startswith(".") and not deps.is_forbidden(e.resolve())
+        ]
+        deps.reads.append(deps.rel(real) + "/")
+        return "\n".join(entries) if entries else "(empty directory)"
+    if not real.is_file():
+        return f"error: {path}: no such file"
+    data = deps.visible(real, real.read_bytes()[: MAX_READ_CHARS * 4].decode("utf-8", "replace"))
+    deps.reads.append(deps.rel(real))
+    lines = data.splitlines(keepends=True)
+    start = max(1, offset) - 1
+    chosen = lines[start : start + limit] if limit else lines[start:]
+    return "".join(chosen)[:MAX_READ_CHARS]
+
+
+def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
+    if base.is_file():
+        return [base]
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            real = path.resolve()
+            if deps.views is not None and real not in deps.views:
+                continue
+            if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
+                found.append(path)
+    return found
+
+
+def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str | None = None) -> str:
+    """Search files for a regular expression. Returns `file:line:text` lines (at most 200)."""
+    deps = ctx.deps
+    try:
+        base = deps.confine(path)
+        regex = re.compile(pattern)
+    except Refused as exc:
+        return _refusal(exc)
+    except re.error as exc:
+        return f"error: bad pattern: {exc}"
+    out: list[str] = []
+    for file in _walk_files(deps, base):
+        rel = deps.rel(file)
+        if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(file.name, glob):
+            continue
+        try:
+            text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if regex.search(line):
+                out.append(f"{rel}:{number}:{line}")
+                if len(out) >= MAX_MATCHES:
+                    return "\n".join(out) + "\n(truncated)"
+    return "\n".join(out) if out else "no matches"
+
+
+def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
+    """List repository files matching a glob pattern, such as `src/**/*.py`."""
+    deps = ctx.deps
+    if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+        return _refusal(deps.refuse(f"{pattern}: patterns are relative to the repository root"))
+    matches = []
+    for file in _walk_files(deps, deps.repo_root):
+        rel = deps.rel(file)
+        if fnmatch.fnmatch(rel, pattern):
+            matches.append(rel)
+    return "\n".join(matches[:MAX_MATCHES]) if matches else "no matches"
+
+
+def _writable(deps: ToolContext, path: str) -> Path:
+    target = deps._absolute(path).resolve()
+    if deps.output_path is None or target != deps.output_path:
+        raise deps.refuse(f"{path}: the {deps.role} role may write only its output_path")
+    return target
+
+
+def write(ctx: RunContext[ToolContext], path: str, content: str) -> str:
+    """Write the whole content of your output file."""
+    deps = ctx.deps
+    try:
+        target = _writable(deps, path)
+    except Refused as exc:
+        return _refusal(exc)
+    atomic_write(target, content)
+    return f"wrote {len(content.splitlines())} lines to {deps.rel(target)}"
+
+
+def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: str) -> str:
+    """Replace one exact, unique occurrence of `old_string` in your output file."""
+    deps = ctx.deps
+    try:
+        target = _writable(deps, path)
+    except Refused as exc:
+        return _refusal(exc)
+    if not target.is_file():
+        return f"error: {path}: no such file; write it first"
+    text = target.read_text(encoding="utf-8")
+    count = text.count(old_string)
+    if count != 1:
+        return f"error: old_string occurs {count} times; it must occur exactly once"
+    atomic_write(target, text.replace(old_string, new_string, 1))
+    return f"edited {deps.rel(target)}"
+
+
+def _check_bash(deps: ToolContext, argv: list[str]) -> None:
+    if not argv or argv[0] not in BASH_COMMANDS:
+        raise deps.refuse(f"only {', '.join(sorted(BASH_COMMANDS))} may run")
+    if argv[0] == "git" and (len(argv) < 2 or argv[1] not in GIT_SUBCOMMANDS):
+        raise deps.refuse(f"git may run only {', '.join(sorted(GIT_SUBCOMMANDS))}")
+    for arg in argv[1:]:
+        if any(arg == bad or arg.startswith(bad + "=") for bad in BASH_FORBIDDEN_ARGS):
+            raise deps.refuse(f"argument {arg} is not allowed")
+        if arg.startswith("-") or (argv[0] == "git" and arg in GIT_SUBCOMMANDS):
+            continue
+        candidate = deps._absolute(arg.split(":", 1)[-1] if argv[0] == "git" and ":" in arg else arg)
+        if candidate.exists() or "/" in arg or arg.startswith("."):
+            deps.confine(str(candidate))
+
+
+def bash(ctx: RunContext[ToolContext], command: str) -> str:
+    """Run one read-only command: git log/show/diff/blame, ls, wc, rg or grep. No shell, no network."""
+    deps = ctx.deps
+    if SHELL_META.search(command):
+        return _refusal(deps.refuse("shell operators are not allowed; run one command"))
+    try:
+        argv = shlex.split(command)
+        _check_bash(deps, argv)
+    except ValueError as exc:
+        return f"error: {exc}"
+    except Refused as exc:
+        return _refusal(exc)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(deps.repo_root),
+        "LANG": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+    }
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=deps.repo_root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=deps.bash_timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"error: timed out after {deps.bash_timeout:g}s"
+    except OSError as exc:
+        return f"error: {exc.strerror}"
+    out = (done.stdout + done.stderr)[:MAX_READ_CHARS]
+    return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
+
+
+def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
+    """Look up code by name. kind: definition, signature, references, or file (a path suffix)."""
+    index = ctx.deps.index()
+    if kind == "file":
+        files = index.find_files(query)
+        return "\n".join(files) if files else f"no file matches {query}"
+    if kind == "references":
+        refs = index.references_to(query)
+        return (
+            "\n".join(f"{r.file}:{r.line}:{r.text}" for r in refs[:MAX_MATCHES])
+            or f"no references to {query}"
+        )
+    symbols = index.definitions(query)
+    if not symbols:
+        return f"no definition of {query}"
+    if kind == "signature":
+        return "\n".join(f"{s.file}:{s.line}: {s.signature}" for s in symbols)
+    return "\n".join(f"{s.kind} {s.qualified} at {s.file}:{s.line}" for s in symbols)
+
+
+ToolFunction = Callable[..., str]
+TOOL_FUNCTIONS: dict[str, tuple[ToolFunction, str]] = {
+    "Read": (read, "read"),
+    "Grep": (grep, "grep"),
+    "Glob": (glob_files, "glob"),
+    "Write": (write, "write"),
+    "Edit": (edit, "edit"),
+    "Bash": (bash, "bash"),
+    "PSI": (psi, "psi"),
+}
+
+
+def tools_for(allow_list: tuple[str, ...]) -> list[Tool[ToolContext]]:
+    """pydantic-ai tools for exactly the names on the allow-list."""
+    return [Tool(fn, name=name, takes_ctx=True) for key in allow_list for fn, name in [TOOL_FUNCTIONS[key]]]

@@ -1,0 +1,47 @@
+"""The designloop command line.
+
+``main`` sends the deterministic commands (check, slices, gate) to the argparse front in
+``cli_checks`` before typer loads; every other command is a typer command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from pipeline.cli.fast import FAST_COMMANDS, run_fast
+from pipeline.errors import DesignloopError, ExitCode
+
+
+def _typer_main(argv: list[str]) -> None:
+    from pipeline.cli import runs  # noqa: F401  (registers the run commands)
+    from pipeline.cli.app import app
+
+    app(args=argv, prog_name="designloop")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if args and args[0] in FAST_COMMANDS:
+            sys.exit(int(run_fast(args[0], args[1:])))
+        _typer_main(args)
+    except DesignloopError as exc:
+        sys.stderr.write(f"designloop: {exc.render()}\n")
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        sys.stderr.write("designloop: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:  # never a traceback for users; DESIGNLOOP_DEBUG=1 shows it
+        if os.environ.get("DESIGNLOOP_DEBUG"):
+            traceback.print_exc()
+        sys.stderr.write(
+            f"designloop: internal error: {type(exc).__name__}: {exc}\n"
+            "  what to do: re-run with DESIGNLOOP_DEBUG=1 and report the traceback\n"
+        )
+        sys.exit(int(ExitCode.INTERNAL))
+
+
+if __name__ == "__main__":
+    main()

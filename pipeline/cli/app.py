@@ -1,0 +1,188 @@
+"""The typer application: the agent and run commands, and the listing of every command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.cli.fast import FAST_COMMANDS, run_fast
+from pipeline.errors import ExitCode, InputError
+
+app = typer.Typer(
+    name="designloop",
+    help="Write and review design documents under a strict, resumable review discipline.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+_SUMMARIES = {
+    "check": "Run the mechanical checks (exit 0 no blocker, 1 any blocker, 2 could not check).",
+    "slices": "Print the deterministic auditor slice partition as JSON.",
+    "gate": "Print the research log's adversarial gate state (exit 0 resolved, 3 open or not run).",
+}
+
+ModelOpt = Annotated[str | None, typer.Option("--model", help="pydantic-ai model string for every role")]
+RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="ROLE=MODEL, repeatable")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
+BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
+CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
+RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
+
+
+def _passthrough(name: str) -> None:
+    # `designloop <name> ...` is normally served before typer loads; this keeps the command
+    # listed in `designloop --help` and serves calls that come through the typer app.
+    @app.command(
+        name=name,
+        help=_SUMMARIES[name],
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+        add_help_option=False,
+    )
+    def command(ctx: typer.Context) -> None:
+        raise typer.Exit(run_fast(name, list(ctx.args)))
+
+
+for _name in FAST_COMMANDS:
+    _passthrough(_name)
+
+
+@app.command()
+def roles(
+    model: ModelOpt = None,
+    role_model: RoleModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List each role with its tools, whether it may read the research log, and its resolved model."""
+    from pipeline.agents.session import SessionOptions, open_session
+    from pipeline.settings import repo_root
+
+    session = open_session(
+        repo_root(), SessionOptions(model, tuple(role_model or ()), base_url, no_cache=True)
+    )
+    rt = session.runtime
+    rows = [
+        {
+            "role": r.name,
+            "tools": list(r.tools),
+            "tier": r.tier,
+            "reads_research_log": r.reads_research_log,
+            "output": r.output,
+            "model": rt.model_specs[r.name],
+            "definition": str(r.source),
+        }
+        for r in rt.roles.values()
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("role", "tools", "log", "tier", "model")
+    for r in rt.roles.values():
+        log = "reads" if r.reads_research_log else "cold"
+        table.add_row(r.name, ", ".join(r.tools), log, r.tier, rt.model_specs[r.name])
+    Console().print(table)
+
+
+def _parse_slice(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    match = re.fullmatch(r"(\d+)-(\d+)", value.strip())
+    if not match or int(match.group(1)) < 1 or int(match.group(2)) < int(match.group(1)):
+        raise InputError(f"--slice {value!r} is not START-END", hint="e.g. --slice 1-200")
+    return int(match.group(1)), int(match.group(2))
+
+
+@app.command()
+def review(
+    role: Annotated[str, typer.Argument(help="the role to run, e.g. readability-auditor")],
+    directory: Annotated[Path, typer.Argument(help="the design directory")],
+    draft: Annotated[
+        Path | None, typer.Option("--draft", help="the draft to review (default per role)")
+    ] = None,
+    slice_: Annotated[str | None, typer.Option("--slice", help="START-END, one auditor slice")] = None,
+    model: ModelOpt = None,
+    role_model: RoleModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    budget: BudgetOpt = None,
+    max_cost: CostOpt = None,
+    runs_dir: RunsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one role once on a design directory with its round-1 params and print its typed output.
+
+    Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
+    """
+    from pipeline.agents.inputs import review_once
+    from pipeline.agents.session import SessionOptions, open_session
+    from pipeline.cli.fast import resolve
+    from pipeline.formats.design_dir import open_design_dir
+    from pipeline.settings import repo_root
+
+    d = open_design_dir(resolve(directory) or directory)
+    session = open_session(
+        d.repo_root if d else repo_root(),
+        SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir),
+    )
+    target = (resolve(draft) or draft).resolve() if draft else None
+    run = asyncio.run(review_once(session.runtime, role, d, session.limits, target, _parse_slice(slice_)))
+    total = session.runtime.ledger.total()
+    failed = any(r.status != "ok" for r in run.results)
+    findings = [f for r in run.results if r.review for f in r.review.findings]
+    blocking = any(f.severity in ("blocker", "should-fix") for f in findings)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "role": role,
+                    "results": [r.to_json() for r in run.results],
+                    "usage": total.to_json(),
+                    "prefix_share": round(run.prefix_share, 4),
+                    "gate_entry": run.gate_entry,
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        _print_review(role, run, total)
+    raise typer.Exit(ExitCode.FINDINGS if failed or blocking else ExitCode.OK)
+
+
+def _print_review(role: str, run: object, total: object) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from pipeline.agents.inputs import ReviewRun
+    from pipeline.agents.runtime import Usage
+
+    assert isinstance(run, ReviewRun) and isinstance(total, Usage)
+    console = Console()
+    for result in run.results:
+        head = f"[bold]{role}[/bold] ({result.model}): {result.status}"
+        if result.review is not None:
+            head += f", {result.review.verdict}"
+        elif result.output is not None:
+            head += f" — {getattr(result.output, 'summary', '')}"
+        console.print(head)
+        if result.error:
+            console.print(f"  [red]{result.error}[/red]")
+        if result.review and result.review.findings:
+            table = Table("severity", "rule", "section", "message")
+            for f in result.review.findings:
+                table.add_row(f.severity, f.rule, f.section or "", f.message)
+            console.print(table)
+    if run.gate_entry:
+        console.print("appended to the gate record:\n" + run.gate_entry)
+    console.print(
+        f"tokens {total.total_tokens} ({total.calls} calls, {total.cache_hits} cached), cost ${total.cost}"
+    )

@@ -1,0 +1,250 @@
+"""The run commands: create, final, resume, status, runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.errors import ExitCode
+
+NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
+CodeRootOpt = Annotated[
+    Path | None, typer.Option("--code-root", help="where the code the design describes lives")
+]
+
+
+def _runs_dir(runs_dir: Path | None) -> Path:
+    from pipeline.settings import default_runs_dir, repo_root
+
+    return (runs_dir or default_runs_dir(repo_root())).resolve()
+
+
+def _execute(
+    run_dir: Path,
+    resume: bool,
+    as_json: bool,
+    kind: str,
+    budget: int | None = None,
+    max_cost: str | None = None,
+) -> None:
+    from pipeline.graph.runner import execute
+
+    if not as_json and sys.stdout.isatty():
+        from pipeline.cli.live import LiveView
+
+        with LiveView(kind) as live:
+            result = asyncio.run(
+                execute(run_dir, resume=resume, budget_tokens=budget, max_cost=max_cost, listener=live)
+            )
+    else:
+        result = asyncio.run(execute(run_dir, resume=resume, budget_tokens=budget, max_cost=max_cost))
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _present(run_dir, result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def _present(run_dir: Path, result: Any) -> None:
+    from rich.console import Console
+
+    console = Console()
+    summary = run_dir / "summary.md"
+    if result.exit_code in (ExitCode.OK, ExitCode.FINDINGS) and summary.is_file():
+        console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False)
+    if result.paused:
+        console.print(f"[yellow]paused at the S3 gate:[/yellow] {result.message}")
+        console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
+    elif result.exit_code == ExitCode.BUDGET:
+        console.print(f"[yellow]stopped:[/yellow] {result.message}")
+        console.print(f"resume with: designloop resume {result.run_id} --budget <more tokens>")
+    console.print(f"run {result.run_id}: {result.to_json()['outcome']}")
+
+
+def _start(
+    kind: str,
+    directory: Path,
+    model: str | None,
+    role_model: list[str] | None,
+    base_url: str | None,
+    budget: int | None,
+    max_cost: str | None,
+    runs_dir: Path | None,
+    no_warmup: bool,
+    code_root: Path | None,
+    as_json: bool,
+) -> None:
+    from pipeline.agents.session import SessionOptions
+    from pipeline.cli.fast import resolve
+    from pipeline.graph.runner import prepare_run
+
+    options = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, _runs_dir(runs_dir))
+    root = resolve(code_root) if code_root else None
+    run_id, run_dir = prepare_run(
+        kind, resolve(directory) or directory, options, not no_warmup, root.resolve() if root else None
+    )
+    if not as_json:
+        typer.echo(f"run {run_id}", err=True)
+    _execute(run_dir, False, as_json, kind)
+
+
+def _register(name: str, kind: str, doc: str) -> None:
+    def command(
+        directory: Annotated[Path, typer.Argument(help="the design directory")],
+        model: ModelOpt = None,
+        role_model: RoleModelOpt = None,
+        base_url: BaseUrlOpt = None,
+        budget: BudgetOpt = None,
+        max_cost: CostOpt = None,
+        runs_dir: RunsOpt = None,
+        no_warmup: NoWarmupOpt = False,
+        code_root: CodeRootOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _start(
+            kind,
+            directory,
+            model,
+            role_model,
+            base_url,
+            budget,
+            max_cost,
+            runs_dir,
+            no_warmup,
+            code_root,
+            as_json,
+        )
+
+    command.__doc__ = doc
+    app.command(name=name)(command)
+
+
+_register(
+    "create",
+    "phase1-creation",
+    """phase1-creation: write _workflow/design.md from the research log and the code, and review it.
+
+    Exit 0 PASS, 1 findings remain, 2 bad input, 3 paused at the adversarial gate, 4 budget reached.
+    """,
+)
+_register(
+    "final",
+    "phase4-creation",
+    """phase4-creation: write design-final.md from the frozen design, the track episodes and the code.
+
+    Exit 0 PASS, 1 findings remain, 2 bad input, 4 budget reached.
+    """,
+)
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="the run to continue")],
+    budget: BudgetOpt = None,
+    max_cost: CostOpt = None,
+    runs_dir: RunsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
+    from pipeline.graph.runner import run_dir_for
+
+    run_dir = run_dir_for(_runs_dir(runs_dir), run_id)
+    kind = json.loads((run_dir / "run.json").read_text())["kind"]
+    _execute(run_dir, True, as_json, kind, budget, max_cost)
+
+
+@app.command()
+def status(
+    run_id: Annotated[str | None, typer.Argument(help="a run id; the latest run by default")] = None,
+    runs_dir: RunsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a run, replayed from its event log."""
+    from pipeline.errors import InputError
+    from pipeline.graph.runner import run_dir_for
+    from pipeline.runs.events import list_runs, read_events, replay
+
+    base = _runs_dir(runs_dir)
+    if run_id is None:
+        runs = list_runs(base)
+        if not runs:
+            raise InputError("no runs yet", file=base, hint="start one with designloop create DIR")
+        view = runs[-1]
+    else:
+        view = replay(run_id, read_events(run_dir_for(base, run_id)))
+    if as_json:
+        typer.echo(json.dumps(view.to_json(), indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{view.run_id}[/bold] {view.kind} {view.directory}")
+    console.print(
+        f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
+        f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
+        f"cost ${view.cost:.4f}, cached calls {view.cache_hits}"
+    )
+    if view.message:
+        console.print(view.message)
+    table = Table("round", "role", "slice", "status", "findings", "tokens", "cached")
+    for spawn in view.spawns.values():
+        where = f"{spawn.slice[0]}-{spawn.slice[1]}" if spawn.slice else ""
+        table.add_row(
+            str(spawn.round),
+            spawn.role,
+            where,
+            spawn.status,
+            str(spawn.findings),
+            str(spawn.tokens),
+            str(spawn.cache_hits),
+        )
+    console.print(table)
+
+
+@app.command()
+def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
+    """List the runs, replayed from their event logs."""
+    from pipeline.runs.events import list_runs
+
+    views = list_runs(_runs_dir(runs_dir))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {k: v for k, v in view.to_json().items() if k not in ("spawns", "checks")}
+                    for view in views
+                ],
+                indent=2,
+            )
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("run", "kind", "state", "round", "outcome", "tokens", "directory")
+    for view in views:
+        table.add_row(
+            view.run_id,
+            view.kind,
+            view.state,
+            str(view.round),
+            view.outcome or "-",
+            str(view.tokens),
+            view.directory,
+        )
+    Console().print(table)
+
+
+@app.command(name="graph")
+def graph_command() -> None:
+    """Print the creation-kind graph as a Mermaid diagram, drawn by LangGraph from the graph itself."""
+    from pipeline.graph.build import build_graph
+
+    typer.echo(build_graph().get_graph().draw_mermaid())

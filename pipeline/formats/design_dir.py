@@ -1,0 +1,89 @@
+"""A design directory's paths (formats.md §1), resolved once."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import InputError
+from pipeline.settings import repo_root as find_repo_root
+
+DIR_PARAMS = "designloop.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class DesignDir:
+    root: Path
+    repo_root: Path
+    code_root: Path
+
+    @property
+    def workflow(self) -> Path:
+        return self.root / "_workflow"
+
+    @property
+    def research_log(self) -> Path:
+        return self.workflow / "research-log.md"
+
+    @property
+    def design(self) -> Path:
+        return self.workflow / "design.md"
+
+    @property
+    def mechanics(self) -> Path:
+        return self.workflow / "design-mechanics.md"
+
+    @property
+    def plan(self) -> Path:
+        return self.workflow / "implementation-plan.md"
+
+    @property
+    def plan_dir(self) -> Path:
+        return self.workflow / "plan"
+
+    @property
+    def reviews(self) -> Path:
+        return self.workflow / "reviews"
+
+    @property
+    def mutations(self) -> Path:
+        return self.workflow / "design-mutations.md"
+
+    @property
+    def final(self) -> Path:
+        return self.root / "design-final.md"
+
+
+def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
+    """Open ``path`` as a design directory; its designloop.toml may name ``code_root``."""
+    root = path.resolve()
+    if not root.is_dir():
+        raise InputError("not a design directory", file=path, hint="pass the directory that holds _workflow/")
+    if not (root / "_workflow").is_dir():
+        raise InputError(
+            "no _workflow/ directory here",
+            file=path,
+            hint="a design directory holds _workflow/research-log.md (formats.md §1)",
+        )
+    repo = find_repo_root(root)
+    if code_root is None and (root / DIR_PARAMS).is_file():
+        try:
+            data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"invalid TOML: {exc}", file=root / DIR_PARAMS) from None
+        value = data.get("code_root")
+        if value is not None:
+            if not isinstance(value, str):
+                raise InputError("code_root must be a path string", file=root / DIR_PARAMS)
+            code_root = (root / value).resolve()
+    code = (code_root or repo).resolve()
+    if not code.is_dir():
+        raise InputError("code root is not a directory", file=code, hint="fix code_root in designloop.toml")
+    if not code.is_relative_to(repo):
+        raise InputError(
+            "code root is outside the repository",
+            file=code,
+            hint="agent tools are confined to the repository root",
+        )
+    return DesignDir(root=root, repo_root=repo, code_root=code)

@@ -1,0 +1,207 @@
+"""The append-only review log, design-mutations.md (formats.md §7).
+
+Appends happen under a file lock, read the log afresh to number the entry, and replace
+the file atomically, so two processes appending at once get two well-formed entries with
+distinct numbers. An entry may carry a run marker; appending the same run twice returns
+the number it already has, which makes a resumed run's append happen exactly once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from pipeline.errors import InputError
+from pipeline.formats.textio import atomic_write, read_text
+
+ENTRY_RE = re.compile(
+    r"^## Mutation (?P<num>\d+)\s*(?:—|--|-)\s*(?P<date>\d{4}-\d{2}-\d{2})\s*(?:—|--|-)\s*"
+    r"(?P<kind>[a-z0-9-]+)(?:\s*\((?P<file>[^)]*)\))?\s*$"
+)
+RUN_MARKER_RE = re.compile(r"^<!-- designloop-run: (?P<run>[A-Za-z0-9._:-]+) -->$")
+MECHANICS_EDIT = "mechanics-edit"
+SYNC_RESETS = frozenset({"design-sync", "phase1-creation"})
+MUTATION_KINDS = frozenset(
+    {
+        "phase1-creation",
+        "phase4-creation",
+        "mechanics-edit",
+        "design-sync",
+        "content-edit",
+        "section-add",
+        "section-remove",
+        "section-rename",
+        "section-move",
+        "structural-rewrite",
+        "length-trigger-crossing",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    number: int
+    date: str
+    kind: str
+    file: str | None
+    line: int
+    run_id: str | None
+
+
+@dataclass(slots=True)
+class MutationEntry:
+    """One entry to append, rendered per formats.md §7."""
+
+    kind: str
+    target_file: str
+    diff_summary: str
+    mechanical_target: str
+    mechanical: str
+    cold_read_scope: str
+    cold_read: str
+    findings: list[str] = field(default_factory=list)
+    iteration: int = 1
+    budget: int = 3
+    outcome: str = "PASS"
+    working_mode_counter: int | None = None
+    extra: list[str] = field(default_factory=list)
+    date: dt.date | None = None
+
+    def render(self, number: int, run_id: str | None) -> str:
+        date = (self.date or dt.date.today()).isoformat()
+        parts = [f"## Mutation {number} — {date} — {self.kind} ({self.target_file})", ""]
+        if run_id:
+            parts += [f"<!-- designloop-run: {run_id} -->", ""]
+        parts += [f"**Diff summary**: {self.diff_summary}", ""]
+        parts.append(f"**Mechanical checks** (target={self.mechanical_target}): {self.mechanical}")
+        parts.append(f"**Cold-read** (scope: {self.cold_read_scope}): {self.cold_read}")
+        parts += ["", "**Findings**:"]
+        parts += [f"- {item}" for item in self.findings] or ["- none"]
+        parts += ["", f"**Iterations**: {self.iteration} of {self.budget} ({self.outcome})"]
+        if self.working_mode_counter is not None:
+            parts += [
+                "",
+                f"**Working-mode counter**: {self.working_mode_counter} mechanics-edits since last sync",
+            ]
+        parts += [*(["", *self.extra] if self.extra else [])]
+        return "\n".join(parts) + "\n"
+
+
+def parse_entries(path: Path) -> list[LogEntry]:
+    if not path.exists():
+        return []
+    source = read_text(path, what="review log")
+    lines = source.lines
+    entries: list[LogEntry] = []
+    fenced = False
+    for index, line in enumerate(lines):
+        if line.startswith("```") or line.startswith("~~~"):
+            fenced = not fenced
+        if fenced or not line.startswith("## Mutation"):
+            continue
+        match = ENTRY_RE.match(line.strip())
+        if not match:
+            raise InputError(
+                f'malformed review-log heading "{line.strip()}"',
+                file=path,
+                line=index + 1,
+                hint='entries start "## Mutation N — YYYY-MM-DD — <kind> (<file>)"; fix the heading by hand',
+            )
+        run_id = None
+        for follow in lines[index + 1 : index + 4]:
+            marker = RUN_MARKER_RE.match(follow.strip())
+            if marker:
+                run_id = marker.group("run")
+                break
+        entries.append(
+            LogEntry(
+                int(match.group("num")),
+                match.group("date"),
+                match.group("kind"),
+                match.group("file"),
+                index + 1,
+                run_id,
+            )
+        )
+    return entries
+
+
+def next_number(entries: list[LogEntry]) -> int:
+    return max((e.number for e in entries), default=0) + 1
+
+
+def periodic_count(entries: list[LogEntry]) -> int:
+    """Entries counted by the periodic whole-doc counter (all but mechanics-edit)."""
+    return sum(1 for e in entries if e.kind != MECHANICS_EDIT)
+
+
+def periodic_whole_doc_due(entries: list[LogEntry], kind: str, every: int = 5) -> bool:
+    """True when the mutation about to run is the Nth, 2Nth, ... counted entry."""
+    if kind == MECHANICS_EDIT:
+        return False
+    return (periodic_count(entries) + 1) % every == 0
+
+
+def working_mode_count(entries: list[LogEntry]) -> int:
+    """mechanics-edit entries since the latest design-sync (or phase1-creation)."""
+    count = 0
+    for entry in entries:
+        if entry.kind in SYNC_RESETS:
+            count = 0
+        elif entry.kind == MECHANICS_EDIT:
+            count += 1
+    return count
+
+
+def sync_suggested(entries: list[LogEntry], at: int = 5) -> bool:
+    return working_mode_count(entries) >= at
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    number: int
+    appended: bool
+    text: str
+
+
+def append_entry(
+    path: Path, entry: MutationEntry, run_id: str | None = None, timeout: float = 60.0
+) -> AppendResult:
+    """Append ``entry`` exactly once (per ``run_id`` when given), atomically, under a lock."""
+    if entry.kind not in MUTATION_KINDS:
+        raise InputError(f"unknown mutation kind {entry.kind!r}", hint=f"one of {sorted(MUTATION_KINDS)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path) + ".lock", timeout=timeout)
+    try:
+        with lock:
+            entries = parse_entries(path)
+            if run_id is not None:
+                for existing in entries:
+                    if existing.run_id == run_id:
+                        return AppendResult(existing.number, False, "")
+            number = next_number(entries)
+            if entry.kind in (MECHANICS_EDIT, "design-sync") and entry.working_mode_counter is None:
+                entry.working_mode_counter = (
+                    0 if entry.kind == "design-sync" else working_mode_count(entries) + 1
+                )
+            block = entry.render(number, run_id)
+            old = read_text(path, what="review log") if path.exists() else None
+            text = old.text if old else ""
+            if text and not text.endswith("\n"):
+                text += "\n"
+            if text:
+                text += "\n"
+            atomic_write(
+                path, text + block, newline=old.newline if old else "\n", bom=old.bom if old else False
+            )
+            return AppendResult(number, True, block)
+    except Timeout:
+        raise InputError(
+            "timed out waiting for the review-log lock",
+            file=path,
+            hint=f"another designloop process holds {path}.lock; wait for it or remove a stale lock",
+        ) from None

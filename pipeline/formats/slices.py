@@ -1,0 +1,127 @@
+"""The deterministic slice partition of formats.md §8, its self-check and the whole-doc guard.
+
+Pure functions of the design's lines and three numbers, so two runs on the same document
+always fan out the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.errors import WiringError
+from pipeline.formats.findings import WIRING_ERROR, Finding
+from pipeline.settings import Limits
+
+Slice = tuple[int, int]
+
+
+def cut_candidates(lines: Sequence[str]) -> list[int]:
+    """1-based lines starting with ``## `` or ``# Part`` outside fences (``` or ~~~ toggles)."""
+    found: list[int] = []
+    fenced = False
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("```") or line.startswith("~~~"):
+            fenced = not fenced
+            continue
+        if not fenced and (line.startswith("## ") or line.startswith("# Part")):
+            found.append(number)
+    return found
+
+
+def expected_slice_count(total_lines: int, window: int = 200, cap: int = 6, single_max: int = 250) -> int:
+    if total_lines <= single_max:
+        return 1
+    return max(1, min(cap, math.ceil(total_lines / window)))
+
+
+def _nearest(points: Sequence[int], target: int, reach: float) -> int | None:
+    best: int | None = None
+    for point in points:
+        distance = abs(point - target)
+        if distance > reach:
+            continue
+        if best is None or distance < abs(best - target) or (distance == abs(best - target) and point < best):
+            best = point
+    return best
+
+
+def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max: int = 250) -> list[Slice]:
+    """Contiguous 1-based inclusive slices covering every line exactly once."""
+    total = len(lines)
+    if total == 0:
+        return []
+    n = expected_slice_count(total, window, cap, single_max)
+    candidates = cut_candidates(lines)
+    blanks = [i for i, line in enumerate(lines, start=1) if not line.strip()]
+    reach = window / 2
+    starts = [1]
+    for i in range(1, n):
+        target = 1 + math.floor(i * total / n + 0.5)
+        snapped = _nearest(candidates, target, reach)
+        if snapped is None:
+            snapped = _nearest(blanks, target, reach)
+        if snapped is None:
+            snapped = target
+        # Leave room for the slices still to come, each at least one line.
+        limit = total - (n - 1 - i)
+        if snapped <= starts[-1] or snapped > limit:
+            snapped = target
+        if snapped <= starts[-1]:
+            snapped = starts[-1] + 1  # only reachable with non-default window/cap
+        starts.append(min(snapped, limit))
+    ends = [s - 1 for s in starts[1:]] + [total]
+    return list(zip(starts, ends, strict=True))
+
+
+def partition_for(lines: Sequence[str], limits: Limits) -> list[Slice]:
+    return partition(lines, limits.window, limits.cap, limits.single_slice_max)
+
+
+@dataclass(frozen=True, slots=True)
+class FanOut:
+    total_lines: int
+    slices: list[Slice]
+
+    @property
+    def slice_count(self) -> int:
+        return len(self.slices)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "total_lines": self.total_lines,
+            "slice_count": self.slice_count,
+            "slices": [list(s) for s in self.slices],
+        }
+
+
+def assert_fanout(spawned: int, total_lines: int, limits: Limits) -> None:
+    """The orchestrator self-check: spawned auditors must equal the partition's count."""
+    expected = expected_slice_count(total_lines, limits.window, limits.cap, limits.single_slice_max)
+    if spawned != expected:
+        raise WiringError(
+            f"slice-count self-check failed: {spawned} auditor spawn(s) planned for a "
+            f"{total_lines}-line design, the partition demands {expected}",
+            hint="the fan-out must spawn exactly one auditor per slice of the deterministic partition",
+        )
+
+
+def whole_doc_guard(params: dict[str, object], file: str, floor: int = 300) -> Finding | None:
+    """The agent-side guard: one slice over the floor is a wiring error, not a review."""
+    count, total = params.get("slice_count"), params.get("total_lines")
+    if not isinstance(count, int) or not isinstance(total, int):
+        return None
+    if count == 1 and total > floor:
+        return Finding(
+            WIRING_ERROR,
+            "blocker",
+            file,
+            None,
+            None,
+            f"whole-doc guard: slice_count 1 for a {total}-line design (floor {floor}); "
+            "the fan-out collapsed",
+            "re-run the partition and spawn one auditor per slice",
+            False,
+        )
+    return None

@@ -1,0 +1,116 @@
+"""The line-1 workflow-sha stamp (formats.md §2): presence, the SHA, the idempotent prepend."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.errors import StampViolation
+from pipeline.formats.textio import atomic_write, read_text
+
+STAMP_RE = re.compile(rb"^<!-- workflow-sha: [0-9a-f]{40} -->$")
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def stamp_line(sha: str) -> str:
+    if not SHA_RE.match(sha):
+        raise ValueError(f"not a 40-hex SHA: {sha!r}")
+    return f"<!-- workflow-sha: {sha} -->"
+
+
+def first_line(data: bytes) -> bytes:
+    end = data.find(b"\n")
+    line = data if end < 0 else data[:end]
+    return line[:-1] if line.endswith(b"\r") else line
+
+
+def has_stamp(path: Path) -> bool:
+    """Presence check; a missing file counts as unstamped."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.readline()
+    except FileNotFoundError:
+        return False
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    return bool(STAMP_RE.match(first_line(head)))
+
+
+def _git(args: Sequence[str], cwd: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+class WorkflowSha:
+    """Computes the workflow SHA at most once per invocation (one instance per run)."""
+
+    def __init__(self, repo_root: Path, workflow_paths: Sequence[Path]) -> None:
+        self.repo_root = repo_root
+        self.workflow_paths = list(workflow_paths)
+        self._value: str | None = None
+        self.computations = 0
+
+    def get(self) -> str:
+        if self._value is None:
+            self.computations += 1
+            self._value = self._compute()
+        return self._value
+
+    def _compute(self) -> str:
+        rels = [str(p) for p in self.workflow_paths]
+        sha = _git(["log", "-1", "--format=%H", "HEAD", "--", *rels], self.repo_root)
+        if sha and SHA_RE.match(sha):
+            return sha
+        head = _git(["rev-parse", "HEAD"], self.repo_root)
+        if head and SHA_RE.match(head):
+            return head
+        digest = hashlib.sha1()
+        files: list[Path] = []
+        for root in self.workflow_paths:
+            full = root if root.is_absolute() else self.repo_root / root
+            if full.is_file():
+                files.append(full)
+            elif full.is_dir():
+                files.extend(p for p in full.rglob("*") if p.is_file())
+        for file in sorted(files, key=lambda p: p.as_posix()):
+            digest.update(file.read_bytes())
+        return digest.hexdigest()
+
+
+def prepend_stamp(path: Path, sha: WorkflowSha) -> bool:
+    """Stamp ``path`` unless already stamped; returns True when a stamp was written."""
+    if has_stamp(path):
+        return False
+    source = read_text(path, what="design") if path.exists() else None
+    text = source.text if source else ""
+    newline = source.newline if source else "\n"
+    atomic_write(path, stamp_line(sha.get()) + "\n" + text, newline=newline, bom=False)
+    return True
+
+
+def line1_preserved(before: bytes, after: bytes) -> bool:
+    """True when line 1 (and its line ending) is byte-for-byte the same in both versions."""
+    end_before, end_after = before.find(b"\n"), after.find(b"\n")
+    head_before = before if end_before < 0 else before[: end_before + 1]
+    head_after = after if end_after < 0 else after[: end_after + 1]
+    return head_before == head_after
+
+
+def assert_line1_preserved(before: bytes, after: bytes, path: Path) -> None:
+    if STAMP_RE.match(first_line(before.removeprefix(b"\xef\xbb\xbf"))) and not line1_preserved(
+        before, after
+    ):
+        raise StampViolation(
+            "an edit would change the line-1 workflow-sha stamp",
+            file=path,
+            line=1,
+            hint="only the creation kinds write the stamp; keep line 1 byte-for-byte",
+        )

@@ -1,0 +1,132 @@
+"""Reading text strictly and writing it atomically.
+
+Every file designloop reads goes through :func:`read_text`, which turns missing,
+unreadable or non-UTF-8 files into :class:`InputError` values naming the file and the
+byte offset. Every file it rewrites goes through :func:`atomic_write`: a temporary file
+in the same directory, flushed and renamed over the target, so a crash never leaves a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class TextFile:
+    """A decoded text file: its lines with line endings normalised to ``\\n``."""
+
+    path: Path
+    text: str
+    newline: str
+    """The file's dominant line ending, kept so a rewrite preserves it."""
+    bom: bool
+
+    @property
+    def lines(self) -> list[str]:
+        return split_lines(self.text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Split text into lines; a final newline does not add a line."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def decode(data: bytes, path: Path) -> TextFile:
+    bom = data.startswith(b"\xef\xbb\xbf")
+    if bom:
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + (3 if bom else 0)
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"not valid UTF-8: byte 0x{data[exc.start]:02x} at byte offset {offset}",
+            file=path,
+            line=line,
+            hint="re-save the file as UTF-8 (for example: iconv -f latin1 -t utf-8)",
+        ) from None
+    crlf = text.count("\r\n")
+    newline = "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return TextFile(path=path, text=text, newline=newline, bom=bom)
+
+
+def read_text(path: Path, *, what: str = "file") -> TextFile:
+    """Read and decode ``path``, or raise an :class:`InputError` that says what to do."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            f"{what} not found", file=path, hint="check the path, or omit the flag if the file is optional"
+        ) from None
+    except IsADirectoryError:
+        raise InputError(
+            f"{what} is a directory, not a file", file=path, hint="pass the file's path"
+        ) from None
+    except PermissionError:
+        raise InputError(
+            f"{what} is not readable (permission denied)", file=path, hint="fix the file's permissions"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{what} could not be read: {exc.strerror}", file=path) from None
+    return decode(data, path)
+
+
+def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
+    body = text.replace("\n", newline) if newline != "\n" else text
+    return (b"\xef\xbb\xbf" if bom else b"") + body.encode("utf-8")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a same-directory temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode: int | None = None
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, text: str, *, newline: str = "\n", bom: bool = False) -> None:
+    atomic_write_bytes(path, encode(text, newline, bom))
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

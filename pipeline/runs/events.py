@@ -1,0 +1,174 @@
+"""Run records: runs/<run-id>/events.jsonl, append-only, and the views replayed from it.
+
+Every line is one event with a sequence number, a time and a type. ``status`` and ``runs``
+derive everything they show by replaying the file; nothing else is consulted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import InputError
+
+EVENTS = "events.jsonl"
+
+
+class EventLog:
+    """Appends events to a run's events.jsonl; each event is one write of one whole line."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / EVENTS
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        run_dir.mkdir(parents=True, exist_ok=True)
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        self._listeners.append(listener)
+
+    def emit(self, kind: str, **data: Any) -> dict[str, Any]:
+        event = {
+            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+            "pid": os.getpid(),
+            "type": kind,
+            **data,
+        }
+        line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)  # one write of one line: O_APPEND keeps concurrent lines whole
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / EVENTS
+    if not path.exists():
+        raise InputError("no such run", file=run_dir, hint="designloop runs lists the runs")
+    events = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(path.read_text(encoding="utf-8").splitlines()):
+                break  # a line cut off by a kill: everything before it stands
+            raise InputError("corrupt run record", file=path, line=number) from None
+    return events
+
+
+@dataclass(slots=True)
+class SpawnView:
+    round: int
+    role: str
+    slice: list[int] | None
+    status: str
+    cache_hits: int
+    calls: int
+    tokens: int
+    findings: int
+    skipped: bool = False
+
+
+@dataclass(slots=True)
+class RunView:
+    """A run as its events tell it."""
+
+    run_id: str
+    kind: str = "?"
+    directory: str = "?"
+    started: str = ""
+    state: str = "running"
+    round: int = 0
+    outcome: str | None = None
+    review_log_entry: int | None = None
+    spawns: dict[str, SpawnView] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    tokens: int = 0
+    cost: float = 0.0
+    cache_hits: int = 0
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "directory": self.directory,
+            "started": self.started,
+            "state": self.state,
+            "round": self.round,
+            "outcome": self.outcome,
+            "review_log_entry": self.review_log_entry,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost, 6),
+            "cache_hits": self.cache_hits,
+            "message": self.message,
+            "spawns": [asdict(s) for s in self.spawns.values()],
+            "checks": self.checks,
+        }
+
+
+def replay(run_id: str, events: list[dict[str, Any]]) -> RunView:
+    view = RunView(run_id)
+    for event in events:
+        kind = event.get("type")
+        if kind == "run_start":
+            view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
+            view.started = view.started or event.get("time", "")
+            view.state = "running"
+        elif kind == "round":
+            view.round = int(event.get("round", view.round))
+        elif kind == "spawn":
+            key = f"{event['round']}:{event['role']}:{event.get('slice')}"
+            view.spawns[key] = SpawnView(
+                event["round"],
+                event["role"],
+                event.get("slice"),
+                event["status"],
+                event.get("cache_hits", 0),
+                event.get("calls", 0),
+                event.get("tokens", 0),
+                event.get("findings", 0),
+            )
+            view.tokens += int(event.get("tokens", 0))
+            view.cost += float(event.get("cost_usd", 0) or 0)
+            view.cache_hits += int(event.get("cache_hits", 0))
+        elif kind == "slice_skipped":
+            key = f"{event['round']}:readability-auditor:{event.get('slice')}"
+            view.spawns[key] = SpawnView(
+                event["round"], "readability-auditor", event.get("slice"), "skipped", 0, 0, 0, 0, True
+            )
+        elif kind == "check":
+            view.checks.append({k: v for k, v in event.items() if k not in ("time", "pid", "type")})
+        elif kind == "paused":
+            view.state, view.message = "paused", event.get("message")
+        elif kind == "stopped":
+            view.state, view.message = "stopped", event.get("message")
+        elif kind == "review_log":
+            view.review_log_entry = event.get("entry")
+        elif kind == "outcome":
+            view.outcome, view.state = event.get("outcome"), "finished"
+    return view
+
+
+def list_runs(runs_dir: Path) -> list[RunView]:
+    if not runs_dir.is_dir():
+        return []
+    views = []
+    for child in sorted(runs_dir.iterdir()):
+        if (child / EVENTS).is_file():
+            views.append(replay(child.name, read_events(child)))
+    return sorted(views, key=lambda v: v.started)
