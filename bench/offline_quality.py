@@ -17,10 +17,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from quality import build_base, evaluate, table  # noqa: E402
 
-from pipeline.agents.inputs import review_once  # noqa: E402
+from pipeline.agents.review import review_once  # noqa: E402
 from pipeline.agents.roles import load_roles  # noqa: E402
 from pipeline.agents.runtime import Runtime  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402

@@ -9,9 +9,10 @@ from typing import Any
 
 from pipeline.agents.session import SessionOptions
 from pipeline.formats.design_dir import DesignDir
-from pipeline.graph.runner import RunResult, execute, prepare_run
-from pipeline.graph.state import RunDeps
+from pipeline.graph.deps import RunDeps
+from pipeline.graph.runner import RunResult, execute
 from pipeline.offline.driver import Observations, engine_model
+from pipeline.runs.setup import prepare_run
 
 Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
 PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
@@ -66,8 +67,7 @@ def long_design(flag_word: str | None = None, sections: int = 14) -> str:
 
 
 def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool = False) -> Path:
-    _, run_dir = prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup)
-    return run_dir
+    return prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup).run_dir
 
 
 def go(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.inputs import review_once
+from pipeline.agents.review import review_once
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.formats.design_dir import DesignDir, open_design_dir

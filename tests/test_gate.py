@@ -79,7 +79,7 @@ def test_load_bearing_rule(tmp_path: Path) -> None:
 
 
 def test_insert_into_section_keeps_the_rest_and_ignores_fenced_headings() -> None:
-    from pipeline.formats.research_log import insert_into_section
+    from pipeline.formats.research_log_edits import insert_into_section
 
     text = "# L\n\n## Decision Log\n\n### D1: a\n\n```\n## Adversarial gate record\n```\n\n## Notes\n\nkeep\n"
     out = insert_into_section(text, "Decision Log", "### D2: b")

@@ -15,7 +15,8 @@ from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition_for
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import read_events, replay
+from pipeline.runs.events import read_events
+from pipeline.runs.views import replay
 from pipeline.settings import RunSettings
 
 
@@ -29,7 +30,7 @@ def test_clean_in_round_one_with_the_offline_engine(tmp_path: Path) -> None:
     run_dir = start(d, tmp_path)
     result = go(run_dir)
     assert (
-        result.exit_code == ExitCode.OK and result.state["outcome"] == "PASS" and result.state["round"] == 1
+        result.exit_code == ExitCode.OK and result.state.outcome.verdict == "PASS" and result.state.round == 1
     )
     assert has_stamp(d.design)
     entries = parse_entries(d.mutations)
@@ -55,10 +56,10 @@ def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None
         run_dir,
         {"design-author": author, "absorption-check": returns(PASS), "comprehension-review": returns(PASS)},
     )
-    assert result.state["outcome"] == "PASS" and result.state["round"] == 2
-    history = result.state["history"]
-    assert [h["dual_clean"] for h in history] == [False, True]
-    assert history[0]["slices"] == 2 and history[1]["skipped_slices"] == 1
+    assert result.state.outcome.verdict == "PASS" and result.state.round == 2
+    history = result.state.history
+    assert [h.dual_clean for h in history] == [False, True]
+    assert history[0].slices == 2 and history[1].skipped_slices == 1
     skipped = [e for e in read_events(run_dir) if e["type"] == "slice_skipped"]
     assert [e["round"] for e in skipped] == [2] and skipped[0]["slice"][0] == 1
     audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor"]
@@ -71,8 +72,8 @@ def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None
     run_dir = start(d, tmp_path)
     dense = {"verdict": "NEEDS REVISION", "findings": [finding("hs-sentence-length", section="Overview")]}
     result = go(run_dir, {"readability-auditor": returns(dense)})
-    assert result.exit_code == ExitCode.FINDINGS and result.state["outcome"] == "SHOULD-FIX REMAINS"
-    assert result.state["round"] == 3 and len(result.state["history"]) == 3
+    assert result.exit_code == ExitCode.FINDINGS and result.state.outcome.verdict == "SHOULD-FIX REMAINS"
+    assert result.state.round == 3 and len(result.state.history) == 3
     log = d.mutations.read_text()
     assert "**Iterations**: 3 of 3 (SHOULD-FIX REMAINS)" in log and "debt:" in log
     assert has_stamp(d.design)
@@ -83,7 +84,7 @@ def test_persistent_blocker(tmp_path: Path) -> None:
     run_dir = start(d, tmp_path)
     wiring = {"verdict": "NEEDS REVISION", "findings": [finding("abs-wiring", severity="blocker")]}
     result = go(run_dir, {"absorption-check": returns(wiring)})
-    assert result.state["outcome"] == "BLOCKER REMAINS" and result.exit_code == ExitCode.FINDINGS
+    assert result.state.outcome.verdict == "BLOCKER REMAINS" and result.exit_code == ExitCode.FINDINGS
     assert "(BLOCKER REMAINS)" in d.mutations.read_text()
 
 
@@ -92,8 +93,8 @@ def test_an_inconclusive_auditor_slice_prevents_dual_clean(tmp_path: Path) -> No
     run_dir = start(d, tmp_path)
     malformed = {"verdict": "PASS", "findings": [finding("hs-hedge")]}
     result = go(run_dir, {"readability-auditor": returns(malformed)})
-    assert result.state["outcome"] != "PASS"
-    assert all(not h["dual_clean"] and h["inconclusive"] for h in result.state["history"])
+    assert result.state.outcome.verdict != "PASS"
+    assert all(not h.dual_clean and h.inconclusive for h in result.state.history)
     assert "INCONCLUSIVE" in d.mutations.read_text()
     assert all(s["status"] == "inconclusive" for s in spawns(run_dir) if s["role"] == "readability-auditor")
 
@@ -117,7 +118,7 @@ def test_gate_open_pauses_then_resumes_to_pass(tmp_path: Path) -> None:
     assert again.exit_code == ExitCode.GATE_PAUSED
     d.research_log.write_text(opened.replace("- [ ] blocker: D2", "- [x] blocker: D2"))
     done = go(run_dir, resume=True)
-    assert done.exit_code == ExitCode.OK and done.state["outcome"] == "PASS"
+    assert done.exit_code == ExitCode.OK and done.state.outcome.verdict == "PASS"
     assert [e.number for e in parse_entries(d.mutations)] == [1]
     comprehension = [s for s in spawns(run_dir) if s["role"] == "comprehension-review"]
     assert len(comprehension) == 1  # never ran while the gate was open
@@ -138,7 +139,7 @@ def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) 
         return {"verdict": "NEEDS REVISION", "findings": [shaped]} if params["round"] == 1 else PASS
 
     result = go(run_dir, {"comprehension-review": returns(comprehension)})
-    assert result.exit_code == ExitCode.GATE_PAUSED and result.state["round"] == 2
+    assert result.exit_code == ExitCode.GATE_PAUSED and result.state.round == 2
     log = load_research_log(d.research_log)
     surfaced = log.decisions[-1]
     assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value(
@@ -148,7 +149,7 @@ def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) 
     text = d.research_log.read_text()
     d.research_log.write_text(text.replace("- [ ] should-fix: D", "- [x] should-fix: D"))
     done = go(run_dir, resume=True)
-    assert done.state["outcome"] == "PASS" and done.state["round"] == 2
+    assert done.state.outcome.verdict == "PASS" and done.state.round == 2
     assert f"surfaced: D{surfaced.number} by comprehension-review" in d.mutations.read_text()
     assert d.research_log.read_text().count("**Status:** surfaced by comprehension-review") == 1
 
@@ -157,7 +158,7 @@ def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path, kind="phase4-creation")
     result = go(run_dir)
-    assert result.state["outcome"] == "PASS", result.state.get("remaining")
+    assert result.state.outcome.verdict == "PASS", result.state.outcome
     assert not has_stamp(d.final) and d.final.read_text().startswith("# ")
     cold = [
         s
@@ -170,7 +171,7 @@ def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path
         params = json.loads((d.repo_root / spawn["params"]).read_text())
         assert "research_log_path" not in params
     assert parse_entries(d.mutations)[-1].file == "design-final.md"
-    review = result.state["comprehension"]["output_path"]
+    review = result.state.comprehension.output_path
     assert (d.repo_root / review).read_text().startswith("Verdict: PASS")
 
 
@@ -202,8 +203,8 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
         audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor" and s["round"] == 1]
         outcomes.append(
             (
-                result.state["outcome"],
-                result.state["round"],
+                result.state.outcome.verdict,
+                result.state.round,
                 d.design.read_text().split("\n", 1)[1],
                 [s["findings"] for s in sorted(audits, key=lambda s: s["slice"][0])],
             )
@@ -232,7 +233,7 @@ def test_an_author_that_writes_no_draft_is_respawned_once_then_the_run_stops(tmp
     run_dir = start(d, tmp_path)
     silent = returns(lambda params: {"summary": "done", "output_path": params["output_path"]})
     result = go(run_dir, {"design-author": silent})
-    assert result.state["outcome"] == "BLOCKER REMAINS" and result.state["round"] == 2
+    assert result.state.outcome.verdict == "BLOCKER REMAINS" and result.state.round == 2
     assert [s["round"] for s in spawns(run_dir) if s["role"] == "design-author"] == [1, 2]
     assert not [s for s in spawns(run_dir) if s["role"] != "design-author"]
     assert "author-no-draft" in d.mutations.read_text()
@@ -248,8 +249,8 @@ def test_a_draft_returned_inline_is_noted_and_the_file_is_used(tmp_path: Path) -
         return {"summary": text, "output_path": params["output_path"]}
 
     result = go(run_dir, {"design-author": chatty})
-    assert result.state["outcome"] == "PASS"
-    assert any("contract violation" in note for note in result.state["notes"])
+    assert result.state.outcome.verdict == "PASS"
+    assert any("contract violation" in note for note in result.state.notes)
     assert "contract violation" in d.mutations.read_text()
 
 
@@ -315,6 +316,38 @@ def test_the_live_view_follows_the_events() -> None:
     assert "dual-clean" in state.checks[0]
 
 
+def test_the_live_view_shows_each_open_finding_with_its_place_and_quote() -> None:
+    from rich.console import Console
+
+    from pipeline.cli.live import LiveState
+    from pipeline.formats.findings import Finding
+
+    found = Finding(
+        severity="should-fix",
+        rule="hs-hedge",
+        section="Flow",
+        line=42,
+        quote="might retry",
+        message="hedge: 'might'",
+        file="docs/adr/0001/_workflow/design.md",
+    )
+    state = LiveState("phase1-creation")
+    state.apply(
+        {
+            "type": "check",
+            "round": 1,
+            "check": "dual-clean",
+            "clean": False,
+            "findings": [found.model_dump(mode="json")],
+        }
+    )
+    assert state.findings == [found] and "findings" not in state.checks[0]
+    console = Console(width=200, record=True)
+    console.print(state.render())
+    text = console.export_text()
+    assert "docs/adr/0001/_workflow/design.md:42" in text and '"might retry"' in text
+
+
 def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
@@ -324,7 +357,7 @@ def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Pa
     )
     assert broken != clean
     result = go(run_dir, {"design-author": writes(lambda r: broken if r == 1 else clean)})
-    assert result.state["outcome"] == "PASS" and result.state["round"] == 2
+    assert result.state.outcome.verdict == "PASS" and result.state.round == 2
     checks = [e for e in read_events(run_dir) if e["type"] == "check" and e["check"] == "mechanical"]
     assert [(c["round"], c["blockers"]) for c in checks] == [(1, 1), (2, 0)]
     assert {s["round"] for s in spawns(run_dir) if s["role"] != "design-author"} == {

@@ -12,7 +12,7 @@ import pytest
 from agentkit import make_repo, runtime
 from quality import build_base, evaluate, table
 
-from pipeline.agents.inputs import review_once
+from pipeline.agents.review import review_once
 from pipeline.agents.roles import load_roles
 from pipeline.agents.spawn import SpawnParams, prepare
 from pipeline.checks.engine import CheckRequest, run_checks

@@ -18,9 +18,9 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pipeline.agents.cache import RetryPolicy, open_cache
-from pipeline.agents.inputs import review_once
 from pipeline.agents.models import build_model
-from pipeline.agents.runtime import Budget, BudgetExceeded
+from pipeline.agents.review import review_once
+from pipeline.agents.usage import Budget, BudgetExceeded
 from pipeline.formats.design_dir import DesignDir
 from pipeline.settings import Limits
 

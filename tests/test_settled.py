@@ -18,7 +18,15 @@ def doc(tmp_path: Path, *sections: str, overview: str = "What this is."):  # typ
 
 
 def finding(section: str | None, severity: str = "should-fix", rule: str = "house-style") -> Finding:
-    return Finding(rule, severity, "design.md", 1, section, "m", "f")  # type: ignore[arg-type]
+    return Finding(
+        rule=rule,
+        severity=severity,
+        file="design.md",
+        line=1,
+        section=section,
+        message="m",
+        suggested_fix="f",
+    )  # type: ignore[arg-type]
 
 
 def test_round_decisions(tmp_path: Path) -> None:

@@ -1,155 +1,184 @@
-"""One role, once, on a design directory, with the params it would get in round 1."""
+"""The one place a role's params for a round are built (the seed's params-file contract).
+
+The graph's nodes and the ``review`` command both call :func:`params_for`, so what a role
+is handed cannot differ between a run and a one-off review.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pipeline.agents.runtime import RoleResult, Runtime
-from pipeline.agents.spawn import SpawnParams, prefix_share, prepare
+from pipeline.agents.spawn import SpawnParams, review_output_path
 from pipeline.errors import InputError
-from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.design_doc import load_design
-from pipeline.formats.research_log import append_gate_entry
-from pipeline.formats.slices import partition_for
+from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import PHASE1, PHASE4
+from pipeline.formats.slices import Slice, partition_for
+from pipeline.formats.textio import read_text, split_lines
 from pipeline.settings import Limits
-
-REVIEW_KIND = {"fidelity-check": "phase4-creation"}
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewRun:
-    results: list[RoleResult]
-    prefix_share: float
-    gate_entry: str | None = None
+class RoundInputs:
+    """What every spawn of one round shares."""
+
+    design: DesignDir
+    run_id: str
+    kind: str
+    round: int
+    draft: Path
+    """The document being written or reviewed (design.md, or design-final.md in phase 4)."""
+    flagged: Sequence[Finding] = field(default_factory=tuple)
+    """The findings a later round's author (or the editor) must fix."""
+
+    def rel(self, path: Path) -> str:
+        return self.design.rel(path)
 
 
-def _rel(path: Path, root: Path) -> str:
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+@dataclass(frozen=True, slots=True)
+class AuditSlice:
+    """One auditor's slice and the partition's metadata (formats.md §8)."""
+
+    slice: Slice
+    slice_count: int
+    total_lines: int
 
 
-def round1_params(
-    role: str, d: DesignDir, run_id: str, limits: Limits, draft: Path | None, slice_: tuple[int, int] | None
-) -> list[SpawnParams]:
-    root = d.repo_root
-    kind = REVIEW_KIND.get(role, "phase1-creation")
-    final = draft is not None and draft.name.endswith("-final.md")
-    if final:
-        kind = "phase4-creation"
-    target = draft or (d.final if kind == "phase4-creation" else d.design)
-    base: dict[str, Any] = {
-        "run_id": run_id,
+def _base(role: str, inputs: RoundInputs) -> dict[str, object]:
+    return {
+        "run_id": inputs.run_id,
         "role": role,
-        "kind": kind,
-        "round": 1,
-        "code_root": _rel(d.code_root, root),
+        "kind": inputs.kind,
+        "round": inputs.round,
+        "code_root": inputs.rel(inputs.design.code_root),
     }
-    if role == "design-author":
-        extra: dict[str, Any] = {"target": "design", "output_path": _rel(target, root)}
-        if kind == "phase4-creation":
-            extra |= {"design_path": _rel(d.design, root), "episodes_path": _rel(d.plan_dir, root)}
-        else:
-            extra["research_log_path"] = _rel(d.research_log, root)
-        return [SpawnParams(**base, **extra)]
-    if not target.is_file():
-        raise InputError("no draft to review", file=target, hint="write it first, or pass --draft PATH")
-    if role == "readability-auditor":
-        lines = load_design(target).lines
-        partition = partition_for(lines, limits)
-        parts = [slice_] if slice_ else partition
-        return [
-            SpawnParams(
-                **base,
-                target="design",
-                target_path=_rel(target, root),
-                slice=part,
-                slice_count=len(partition),
-                total_lines=len(lines),
-            )
-            for part in parts
-        ]
+
+
+def _author(role: str, inputs: RoundInputs) -> dict[str, object]:
+    d = inputs.design
+    params: dict[str, object] = {"target": "design", "output_path": inputs.rel(inputs.draft)}
+    if inputs.kind == PHASE4:
+        params |= {"design_path": inputs.rel(d.design), "episodes_path": inputs.rel(d.plan_dir)}
+    else:
+        params["research_log_path"] = inputs.rel(d.research_log)
+    if inputs.round > 1 and inputs.flagged and inputs.draft.is_file():
+        params["flagged_passages"] = list(inputs.flagged)
+    return params
+
+
+def _second_check(role: str, inputs: RoundInputs) -> dict[str, object]:
+    d = inputs.design
     if role == "absorption-check":
-        return [
-            SpawnParams(
-                **base,
-                target="design",
-                research_log_path=_rel(d.research_log, root),
-                draft_path=_rel(target, root),
-            )
-        ]
-    if role == "fidelity-check":
-        return [
-            SpawnParams(
-                **base,
-                draft_path=_rel(target, root),
-                episodes_path=_rel(d.plan_dir, root),
-                design_path=_rel(d.design, root),
-            )
-        ]
-    if role == "comprehension-review":
-        review: dict[str, Any] = {
-            "design_path": _rel(target, root),
-            "scope": "whole-doc",
-            "mutation_kind": kind,
+        return {
+            "target": "design",
+            "research_log_path": inputs.rel(d.research_log),
+            "draft_path": inputs.rel(inputs.draft),
         }
-        if d.mechanics.exists() and not final:
-            review["design_mechanics_path"] = _rel(d.mechanics, root)
-        if kind == "phase4-creation":
-            review["output_path"] = _rel(d.reviews / run_id / "comprehension-review.md", root)
-        return [SpawnParams(**base, **review)]
-    if role == "adversarial-review":
-        return [SpawnParams(**base, research_log_path=_rel(d.research_log, root))]
-    if role == "inline-editor":
-        return [
-            SpawnParams(
-                **base, output_path=_rel(target, root), mutation_kind="content-edit", flagged_passages=[]
-            )
-        ]
-    raise InputError(f"unknown role {role!r}")
+    return {
+        "draft_path": inputs.rel(inputs.draft),
+        "episodes_path": inputs.rel(d.plan_dir),
+        "design_path": inputs.rel(d.design),
+    }
 
 
-async def review_once(
-    runtime: Runtime,
+def _comprehension(role: str, inputs: RoundInputs) -> dict[str, object]:
+    d = inputs.design
+    params: dict[str, object] = {
+        "design_path": inputs.rel(inputs.draft),
+        "scope": "whole-doc",
+        "mutation_kind": inputs.kind,
+    }
+    if inputs.kind == PHASE1 and d.mechanics.is_file():
+        params["design_mechanics_path"] = inputs.rel(d.mechanics)
+    if inputs.kind == PHASE4:
+        output = review_output_path(d.reviews, inputs.run_id, inputs.round, role)
+        params["output_path"] = inputs.rel(output)
+    return params
+
+
+def _adversarial(role: str, inputs: RoundInputs) -> dict[str, object]:
+    return {"research_log_path": inputs.rel(inputs.design.research_log)}
+
+
+def _editor(role: str, inputs: RoundInputs) -> dict[str, object]:
+    return {
+        "output_path": inputs.rel(inputs.draft),
+        "mutation_kind": inputs.kind,
+        "flagged_passages": list(inputs.flagged),
+    }
+
+
+BUILDERS = {
+    "design-author": _author,
+    "absorption-check": _second_check,
+    "fidelity-check": _second_check,
+    "comprehension-review": _comprehension,
+    "adversarial-review": _adversarial,
+    "inline-editor": _editor,
+}
+
+
+def params_for(role: str, inputs: RoundInputs, audit: AuditSlice | None = None) -> SpawnParams:
+    """The params file's content for ``role`` in this round."""
+    if role == "readability-auditor":
+        if audit is None:
+            raise InputError("the readability auditor needs its slice")
+        return SpawnParams.model_validate(
+            _base(role, inputs)
+            | {
+                "target": "design",
+                "target_path": inputs.rel(inputs.draft),
+                "slice": audit.slice,
+                "slice_count": audit.slice_count,
+                "total_lines": audit.total_lines,
+            }
+        )
+    builder = BUILDERS.get(role)
+    if builder is None:
+        known = ", ".join(sorted([*BUILDERS, "readability-auditor"]))
+        raise InputError(f"unknown role {role!r}", hint=f"roles: {known}")
+    return SpawnParams.model_validate(_base(role, inputs) | builder(role, inputs))
+
+
+def second_check_role(kind: str) -> str:
+    """The round's second check: absorption at phase 1, fidelity at phase 4."""
+    return "fidelity-check" if kind == PHASE4 else "absorption-check"
+
+
+def review_kind(role: str, draft: Path | None) -> str:
+    """The kind a one-off review runs as: phase 4 for the fidelity check or a *-final.md draft."""
+    if role == "fidelity-check" or (draft is not None and draft.name.endswith("-final.md")):
+        return PHASE4
+    return PHASE1
+
+
+def round1_spawns(
     role: str,
     d: DesignDir,
+    run_id: str,
     limits: Limits,
     draft: Path | None = None,
-    slice_: tuple[int, int] | None = None,
-    run_id: str | None = None,
-) -> ReviewRun:
-    if role not in runtime.roles:
-        raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(runtime.roles))}")
-    run_id = run_id or "review-" + uuid.uuid4().hex[:8]
-    definition = runtime.roles[role]
-    spawns = [
-        prepare(definition, params, d.reviews, d.repo_root, index=i if len(ps) > 1 else None)
-        for ps in [round1_params(role, d, run_id, limits, draft, slice_)]
-        for i, params in enumerate(ps)
-    ]
-    results = []
-    for spawn in spawns:
-        ctx = runtime.tool_context(spawn, d.research_log, d.code_root)
-        results.append(await runtime.run(spawn, ctx))
-    entry = None
-    if role == "adversarial-review" and results[0].review is not None:
-        entry = append_gate_entry(d.research_log, dt.date.today(), results[0].review)
-    if role == "comprehension-review" and spawns[0].params.output_path and results[0].review is not None:
-        write_review_file(d.repo_root / spawns[0].params.output_path, results[0].review)
-    return ReviewRun(results, prefix_share([s.full_text for s in spawns]), entry)
-
-
-def write_review_file(path: Path, review: ReviewOutput) -> None:
-    """Persist a review to a file on a read-only role's behalf (the phase-4 output_path)."""
-    from pipeline.formats.textio import atomic_write
-
-    lines = [f"Verdict: {review.verdict}", "", "## Structural findings", ""]
-    for f in review.findings:
-        where = f' §"{f.section}"' if f.section else ""
-        lines.append(f"- {f.severity} [{f.rule}]{where}: {f.message}")
-    if not review.findings:
-        lines.append("- none")
-    atomic_write(path, "\n".join(lines) + "\n")
+    slice_: Slice | None = None,
+) -> list[SpawnParams]:
+    """The params a role gets in round 1 of a run on ``d`` (one per slice for the auditor)."""
+    kind = review_kind(role, draft)
+    target = draft or (d.final if kind == PHASE4 else d.design)
+    inputs = RoundInputs(d, run_id, kind, 1, target)
+    if role == "design-author":
+        return [params_for(role, inputs)]
+    if role != "adversarial-review" and not target.is_file():
+        raise InputError("no draft to review", file=target, hint="write it first, or pass --draft PATH")
+    if role != "readability-auditor":
+        return [params_for(role, inputs)]
+    lines = split_lines(read_text(target, what="design").text)
+    partition = partition_for(lines, limits)
+    if slice_ is not None and slice_[1] > len(lines):
+        raise InputError(
+            f"--slice {slice_[0]}-{slice_[1]} runs past the end of the draft ({len(lines)} lines)",
+            file=target,
+            hint=f"pick lines between 1 and {len(lines)}",
+        )
+    parts = [slice_] if slice_ else partition
+    return [params_for(role, inputs, AuditSlice(part, len(partition), len(lines))) for part in parts]

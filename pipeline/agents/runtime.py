@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,122 +18,18 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 from pydantic_ai.models import Model
-from pydantic_ai.usage import UsageLimits
 
 from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RetryPolicy
 from pipeline.agents.models import OFFLINE, build_model, redact, settings_for
 from pipeline.agents.roles import RoleDef
-from pipeline.agents.spawn import Spawn
+from pipeline.agents.spawn import Spawn, SpawnParams, prepare
 from pipeline.agents.tools import ToolContext, forbid, tools_for
-from pipeline.errors import DesignloopError, ExitCode, InputError
+from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
+from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
+from pipeline.formats.design_dir import DesignDir
 
 Status = Literal["ok", "inconclusive"]
-
-
-class BudgetExceeded(DesignloopError):
-    """The run's token or cost budget is spent; the run stops cleanly and can resume."""
-
-    exit_code = ExitCode.BUDGET
-
-
-@dataclass(slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: Decimal = Decimal(0)
-    calls: int = 0
-    cache_hits: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def add(self, log: CallLog) -> None:
-        for call in log.calls:
-            if call.cache_hit:
-                self.cache_hits += 1
-                continue
-            self.calls += 1
-            self.input_tokens += call.input_tokens
-            self.output_tokens += call.output_tokens
-            self.cost += call.cost or Decimal(0)
-
-    def merge(self, other: Usage) -> None:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost += other.cost
-        self.calls += other.calls
-        self.cache_hits += other.cache_hits
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-            "cost_usd": str(self.cost),
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Usage:
-        return cls(
-            int(data["input_tokens"]),
-            int(data["output_tokens"]),
-            Decimal(str(data["cost_usd"])),
-            int(data["calls"]),
-            int(data["cache_hits"]),
-        )
-
-
-@dataclass(slots=True)
-class Ledger:
-    """Tokens and cost per (round, role), and for the whole run."""
-
-    entries: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
-
-    def add(self, round_: int, role: str, usage: Usage) -> None:
-        self.entries[f"{round_}:{role}"].merge(usage)
-
-    def total(self) -> Usage:
-        out = Usage()
-        for usage in self.entries.values():
-            out.merge(usage)
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {key: usage.to_json() for key, usage in sorted(self.entries.items())}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Ledger:
-        ledger = cls()
-        for key, value in data.items():
-            ledger.entries[key] = Usage.from_json(value)
-        return ledger
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    max_tokens: int | None = None
-    max_cost: Decimal | None = None
-
-    def limits(self, spent: Usage) -> UsageLimits:
-        tokens = None if self.max_tokens is None else max(0, self.max_tokens - spent.total_tokens)
-        cost = None if self.max_cost is None else max(Decimal(0), self.max_cost - spent.cost)
-        return UsageLimits(request_limit=60, total_tokens_limit=tokens, cost_limit=cost)
-
-    def check(self, spent: Usage) -> None:
-        if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:
-            raise BudgetExceeded(
-                f"token budget reached: {spent.total_tokens} of {self.max_tokens}",
-                hint="resume with a larger --budget; finished calls are cached and not paid again",
-            )
-        if self.max_cost is not None and spent.cost >= self.max_cost:
-            raise BudgetExceeded(
-                f"cost budget reached: ${spent.cost} of ${self.max_cost}",
-                hint="resume with a larger --max-cost",
-            )
 
 
 @dataclass(slots=True)
@@ -249,6 +143,14 @@ class Runtime:
                 lines.update(range(anchor.start, anchor.end + 1))
             views[target] = frozenset(lines)
         return views
+
+    async def spawn(
+        self, params: SpawnParams, design: DesignDir, index: int | None = None
+    ) -> tuple[Spawn, RoleResult]:
+        """Write the params file, confine the role's tools, run it: the spawn contract, once."""
+        spawn = prepare(self.roles[params.role], params, design.reviews, design.repo_root, index)
+        ctx = self.tool_context(spawn, design.research_log, design.code_root)
+        return spawn, await self.run(spawn, ctx)
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role

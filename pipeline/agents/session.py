@@ -9,7 +9,8 @@ from typing import Any
 
 from pipeline.agents.models import ModelOptions, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
-from pipeline.agents.runtime import Budget, Runtime
+from pipeline.agents.runtime import Runtime
+from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
 from pipeline.settings import Limits, RunSettings, default_runs_dir, limits_from, merged_params, run_settings
 

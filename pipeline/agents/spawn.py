@@ -17,20 +17,9 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.agents.roles import RoleDef, instructions_for, load_prompt
 from pipeline.errors import WiringError
+from pipeline.formats.findings import Finding
 from pipeline.formats.textio import atomic_write
 from pipeline.settings import data_dir, load_toml
-
-
-class FlaggedPassage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    severity: str
-    rule: str
-    section: str | None = None
-    quote: str | None = None
-    line: int | None = None
-    message: str
-    suggested_fix: str = ""
 
 
 class SpawnParams(BaseModel):
@@ -59,7 +48,7 @@ class SpawnParams(BaseModel):
     scope: str | None = None
     bounded_scope: list[str] | None = None
     mutation_kind: str | None = None
-    flagged_passages: list[FlaggedPassage] | None = None
+    flagged_passages: list[Finding] | None = None
 
     def present(self) -> set[str]:
         return {k for k, v in self.model_dump().items() if v is not None}
@@ -105,6 +94,11 @@ class Spawn:
 def params_path_for(reviews_dir: Path, params: SpawnParams, index: int | None = None) -> Path:
     suffix = f"-s{index}" if index is not None else ""
     return reviews_dir / params.run_id / f"r{params.round}-{params.role}{suffix}.json"
+
+
+def review_output_path(reviews_dir: Path, run_id: str, round_: int, role: str) -> Path:
+    """Where a read-only role's review is written on its behalf (the phase-4 output_path)."""
+    return reviews_dir / run_id / f"r{round_}-{role}.md"
 
 
 def write_params(path: Path, params: SpawnParams) -> None:

@@ -19,7 +19,7 @@ def apply_fixes(findings: list[Finding]) -> dict[str, int]:
     """
     by_file: dict[str, list[Fix]] = defaultdict(list)
     for finding in findings:
-        if finding.auto_applicable and finding.fix is not None:
+        if finding.auto_applicable and finding.fix is not None and finding.file is not None:
             by_file[finding.file].append(finding.fix)
     applied: dict[str, int] = {}
     for name, fixes in by_file.items():

@@ -122,16 +122,14 @@ def review(
 
     Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
     """
-    from pipeline.agents.inputs import review_once
+    from pipeline.agents.review import review_once
     from pipeline.agents.session import SessionOptions, open_session
     from pipeline.cli.fast import resolve
     from pipeline.formats.design_dir import open_design_dir
-    from pipeline.settings import repo_root
 
     d = open_design_dir(resolve(directory) or directory)
     session = open_session(
-        d.repo_root if d else repo_root(),
-        SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir),
+        d.repo_root, SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir)
     )
     target = (resolve(draft) or draft).resolve() if draft else None
     run = asyncio.run(review_once(session.runtime, role, d, session.limits, target, _parse_slice(slice_)))
@@ -162,8 +160,8 @@ def _print_review(role: str, run: object, total: object) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from pipeline.agents.inputs import ReviewRun
-    from pipeline.agents.runtime import Usage
+    from pipeline.agents.review import ReviewRun
+    from pipeline.agents.usage import Usage
 
     assert isinstance(run, ReviewRun) and isinstance(total, Usage)
     console = Console()
@@ -177,9 +175,9 @@ def _print_review(role: str, run: object, total: object) -> None:
         if result.error:
             console.print(f"  [red]{result.error}[/red]")
         if result.review and result.review.findings:
-            table = Table("severity", "rule", "section", "message")
+            table = Table("severity", "rule", "where", "message")
             for f in result.review.findings:
-                table.add_row(f.severity, f.rule, f.section or "", f.message)
+                table.add_row(f.severity, f.rule, f.where(), f.message)
             console.print(table)
     if run.gate_entry:
         console.print("appended to the gate record:\n" + run.gate_entry)

@@ -11,6 +11,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.formats.findings import Finding
+
 
 @dataclass(slots=True)
 class LiveState:
@@ -19,6 +21,8 @@ class LiveState:
     budget: int = 0
     spawns: dict[str, str] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    """The latest round's open findings (blockers and should-fix)."""
     tokens: int = 0
     cost: Decimal = Decimal(0)
     cached: int = 0
@@ -43,9 +47,11 @@ class LiveState:
             )
         elif kind == "check":
             detail = ", ".join(
-                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round")
+                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round", "findings")
             )
             self.checks.append(f"r{event.get('round', '?')} {detail}")
+            if isinstance(event.get("findings"), list):
+                self.findings = [Finding.model_validate(f) for f in event["findings"]]
         elif kind == "paused":
             self.status = f"paused: {event.get('message')}"
         elif kind == "outcome":
@@ -63,7 +69,10 @@ class LiveState:
         checks = Table("checks", expand=True)
         for line in self.checks[-8:]:
             checks.add_row(line)
-        return Group(head, spawns, checks)
+        found = Table("where", "finding", expand=True)
+        for f in self.findings[:8]:
+            found.add_row(f"{f.file or ''}:{f.line or ''}", f"{f.severity}: {f.describe()}")
+        return Group(head, spawns, checks, found) if self.findings else Group(head, spawns, checks)
 
 
 class LiveView:

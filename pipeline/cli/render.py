@@ -15,7 +15,9 @@ SARIF_LEVEL = {"blocker": "error", "should-fix": "warning", "suggestion": "note"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def display_path(path: str) -> str:
+def display_path(path: str | None) -> str:
+    if path is None:
+        return ""
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -62,7 +64,9 @@ def to_sarif(findings: list[Finding], rules: dict[str, Rule]) -> str:
     results = []
     for f in findings:
         uri = Path(display_path(f.file)).as_posix()
-        region: dict[str, int] = {"startLine": f.line or 1}
+        region: dict[str, object] = {"startLine": f.line or 1}
+        if f.quote:
+            region["snippet"] = {"text": f.quote}
         result: dict[str, object] = {
             "ruleId": f.rule,
             "level": SARIF_LEVEL[f.severity],

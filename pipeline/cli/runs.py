@@ -6,12 +6,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
 from pipeline.errors import ExitCode
+
+if TYPE_CHECKING:
+    from pipeline.runs.setup import OpenRun
 
 NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
 CodeRootOpt = Annotated[
@@ -25,29 +28,20 @@ def _runs_dir(runs_dir: Path | None) -> Path:
     return (runs_dir or default_runs_dir(repo_root())).resolve()
 
 
-def _execute(
-    run_dir: Path,
-    resume: bool,
-    as_json: bool,
-    kind: str,
-    budget: int | None = None,
-    max_cost: str | None = None,
-) -> None:
+def _execute(run: OpenRun, resume: bool, as_json: bool) -> None:
     from pipeline.graph.runner import execute
 
     if not as_json and sys.stdout.isatty():
         from pipeline.cli.live import LiveView
 
-        with LiveView(kind) as live:
-            result = asyncio.run(
-                execute(run_dir, resume=resume, budget_tokens=budget, max_cost=max_cost, listener=live)
-            )
+        with LiveView(run.record.kind) as live:
+            result = asyncio.run(execute(run, resume=resume, listener=live))
     else:
-        result = asyncio.run(execute(run_dir, resume=resume, budget_tokens=budget, max_cost=max_cost))
+        result = asyncio.run(execute(run, resume=resume))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        _present(run_dir, result)
+        _present(run.run_dir, result)
     raise typer.Exit(int(result.exit_code))
 
 
@@ -82,16 +76,16 @@ def _start(
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
-    from pipeline.graph.runner import prepare_run
+    from pipeline.runs.setup import prepare_run
 
     options = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, _runs_dir(runs_dir))
     root = resolve(code_root) if code_root else None
-    run_id, run_dir = prepare_run(
+    run = prepare_run(
         kind, resolve(directory) or directory, options, not no_warmup, root.resolve() if root else None
     )
     if not as_json:
-        typer.echo(f"run {run_id}", err=True)
-    _execute(run_dir, False, as_json, kind)
+        typer.echo(f"run {run.run_id}", err=True)
+    _execute(run, False, as_json)
 
 
 def _register(name: str, kind: str, doc: str) -> None:
@@ -152,11 +146,9 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
-    from pipeline.graph.runner import run_dir_for
+    from pipeline.runs.setup import load_run, run_dir_for
 
-    run_dir = run_dir_for(_runs_dir(runs_dir), run_id)
-    kind = json.loads((run_dir / "run.json").read_text())["kind"]
-    _execute(run_dir, True, as_json, kind, budget, max_cost)
+    _execute(load_run(run_dir_for(_runs_dir(runs_dir), run_id), budget, max_cost), True, as_json)
 
 
 @app.command()
@@ -167,8 +159,9 @@ def status(
 ) -> None:
     """Show a run, replayed from its event log."""
     from pipeline.errors import InputError
-    from pipeline.graph.runner import run_dir_for
-    from pipeline.runs.events import list_runs, read_events, replay
+    from pipeline.runs.events import read_events
+    from pipeline.runs.setup import run_dir_for
+    from pipeline.runs.views import list_runs, replay
 
     base = _runs_dir(runs_dir)
     if run_id is None:
@@ -211,7 +204,7 @@ def status(
 @app.command()
 def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
     """List the runs, replayed from their event logs."""
-    from pipeline.runs.events import list_runs
+    from pipeline.runs.views import list_runs
 
     views = list_runs(_runs_dir(runs_dir))
     if as_json:

@@ -6,20 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pipeline.formats.findings import Finding
+
 Verdict = Literal["PASS", "NEEDS REVISION"]
-ReviewSeverity = Literal["blocker", "should-fix", "suggestion"]
-
-
-class ReviewFinding(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    severity: ReviewSeverity
-    section: str | None = None
-    quote: str | None = None
-    rule: str = Field(min_length=1)
-    message: str = Field(min_length=1)
-    suggested_fix: str = ""
-    decision_shaped: bool = False
 
 
 class ReviewOutput(BaseModel):
@@ -28,18 +17,18 @@ class ReviewOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     verdict: Verdict
-    findings: list[ReviewFinding] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _verdict_matches_findings(self) -> ReviewOutput:
-        blocking = [f for f in self.findings if f.severity in ("blocker", "should-fix")]
+        blocking = [f for f in self.findings if f.blocking]
         if self.verdict == "PASS" and blocking:
             raise ValueError(f"verdict PASS with {len(blocking)} blocker/should-fix finding(s) is malformed")
         return self
 
     @classmethod
-    def of(cls, findings: list[ReviewFinding]) -> ReviewOutput:
-        blocking = any(f.severity in ("blocker", "should-fix") for f in findings)
+    def of(cls, findings: list[Finding]) -> ReviewOutput:
+        blocking = any(f.blocking for f in findings)
         return cls(verdict="NEEDS REVISION" if blocking else "PASS", findings=findings)
 
 

@@ -54,6 +54,14 @@ class DesignDir:
     def final(self) -> Path:
         return self.root / "design-final.md"
 
+    def rel(self, path: Path) -> str:
+        """``path`` as the run records and params files show it: relative to the repository root."""
+        return str(path.relative_to(self.repo_root)) if path.is_relative_to(self.repo_root) else str(path)
+
+    def abs(self, rel: str) -> Path:
+        path = Path(rel)
+        return path if path.is_absolute() else self.repo_root / path
+
 
 def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
     """Open ``path`` as a design directory; its designloop.toml may name ``code_root``."""

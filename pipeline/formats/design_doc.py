@@ -121,6 +121,14 @@ class DesignDoc:
         section = self.section_at(line)
         return section.name if section else None
 
+    def last_text_line(self, section: Section) -> tuple[int, str] | None:
+        """The section's last non-blank line after its heading, with its number."""
+        for number in range(section.end, section.start, -1):
+            line = self.lines[number - 1]
+            if line.strip():
+                return number, line
+        return None
+
     def text_of(self, section: Section) -> str:
         return "\n".join(self.lines[section.start - 1 : section.end])
 

@@ -1,18 +1,29 @@
-"""Findings as data: one record shape for mechanical checks and review roles alike."""
+"""The one Finding: from a role's typed output and the mechanical checks, through the settled
+state and the evaluation, to the review log, ``--json``, SARIF and the live view.
+
+The fields a role returns are the review output contract (formats.md §9). ``file``,
+``auto_applicable``, ``fix`` and ``role`` are filled in by the orchestrator and never shown to
+a model: they are left out of the JSON schema a model is given.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 Severity = Literal["blocker", "should-fix", "suggestion"]
 SEVERITY_ORDER: dict[str, int] = {"blocker": 0, "should-fix": 1, "suggestion": 2}
 WIRING_ERROR = "wiring-error"
+MECHANICAL = "mechanical"
 
 
-@dataclass(frozen=True, slots=True)
-class Fix:
+class Fix(BaseModel):
     """An exact replacement: on ``line``, at 1-based ``column``, ``expect`` becomes ``insert``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     line: int
     column: int
@@ -23,24 +34,56 @@ class Fix:
         return {"line": self.line, "column": self.column, "delete": self.expect, "insert": self.insert}
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    rule: str
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     severity: Severity
-    file: str
-    line: int | None
-    section: str | None
-    message: str
-    suggested_fix: str
-    auto_applicable: bool = False
-    fix: Fix | None = None
+    section: str | None = None
+    line: int | None = Field(default=None, ge=1)
+    quote: str | None = None
+    rule: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+    suggested_fix: str = ""
+    decision_shaped: bool = False
+    file: SkipJsonSchema[str | None] = None
+    """The reviewed file, as the orchestrator shows it (relative to the repository root)."""
+    auto_applicable: SkipJsonSchema[bool] = False
+    fix: SkipJsonSchema[Fix | None] = None
+    role: SkipJsonSchema[str | None] = None
+    """Who reported it: a role's name, or ``mechanical``."""
 
     @property
     def blocking(self) -> bool:
         return self.severity in ("blocker", "should-fix")
 
     def sort_key(self) -> tuple[int, str, int, str]:
-        return (SEVERITY_ORDER[self.severity], self.file, self.line or 0, self.rule)
+        return (SEVERITY_ORDER[self.severity], self.file or "", self.line or 0, self.rule)
+
+    def located(self, file: str | None = None, role: str | None = None) -> Finding:
+        """This finding with the orchestrator's fields filled in."""
+        update: dict[str, object] = {}
+        if file is not None and self.file is None:
+            update["file"] = file
+        if role is not None and self.role is None:
+            update["role"] = role
+        return self.model_copy(update=update) if update else self
+
+    def where(self) -> str:
+        """``§"section" (line N)`` as far as it is known."""
+        parts = []
+        if self.section:
+            parts.append(f'§"{self.section}"')
+        if self.line:
+            parts.append(f"line {self.line}")
+        return " ".join(parts)
+
+    def describe(self) -> str:
+        """One line for the review log and the live view: rule, place, message and quote."""
+        where = self.where()
+        text = f"{self.rule}" + (f" {where}" if where else "") + f": {self.message}"
+        if self.quote and self.quote not in self.message:
+            text += f' — "{" ".join(self.quote.split())}"'
+        return text
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -49,18 +92,44 @@ class Finding:
             "file": self.file,
             "line": self.line,
             "section": self.section,
+            "quote": self.quote,
             "message": self.message,
             "suggested_fix": self.suggested_fix,
             "auto_applicable": self.auto_applicable,
         }
+        if self.decision_shaped:
+            data["decision_shaped"] = True
+        if self.role is not None:
+            data["role"] = self.role
         if self.fix is not None:
             data["fix"] = self.fix.to_json()
         return data
 
 
-def has_blocker(findings: list[Finding]) -> bool:
+def blocking(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.blocking]
+
+
+def has_blocker(findings: Iterable[Finding]) -> bool:
     return any(f.severity == "blocker" for f in findings)
 
 
-def sort_findings(findings: list[Finding]) -> list[Finding]:
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=Finding.sort_key)
+
+
+def merge(findings: Iterable[Finding]) -> list[Finding]:
+    """One deduplicated list, blockers first (the seed's Step 5).
+
+    A finding that restates another (same rule, severity, file, section, line and quote) is
+    dropped; the first one reported stands.
+    """
+    seen: set[tuple[object, ...]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.rule, f.severity, f.file, f.section, f.line, f.quote)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return sorted(out, key=lambda f: SEVERITY_ORDER[f.severity])

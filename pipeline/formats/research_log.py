@@ -10,7 +10,7 @@ from typing import Literal
 
 from pipeline.errors import InputError
 from pipeline.formats.markdown import Field, Heading, Structure, parse_fields, parse_structure
-from pipeline.formats.textio import TextFile, read_text, split_lines
+from pipeline.formats.textio import TextFile, read_text
 
 DECISION_LOG = "Decision Log"
 GATE_RECORD = "Adversarial gate record"
@@ -139,7 +139,7 @@ class ResearchLog:
         return Gate("open" if latest.is_open else "resolved", latest, True)
 
 
-def _section_span(structure: Structure, name: str) -> tuple[int, int] | None:
+def section_span(structure: Structure, name: str) -> tuple[int, int] | None:
     heads = structure.headings
     for index, head in enumerate(heads):
         if head.level == 2 and head.text.strip().lower() == name.lower():
@@ -157,7 +157,7 @@ def _subheads(structure: Structure, span: tuple[int, int]) -> list[Heading]:
 
 
 def _parse_decisions(file: TextFile, structure: Structure) -> list[Decision]:
-    span = _section_span(structure, DECISION_LOG)
+    span = section_span(structure, DECISION_LOG)
     if span is None:
         return []
     heads = _subheads(structure, span)
@@ -191,7 +191,7 @@ def _parse_decisions(file: TextFile, structure: Structure) -> list[Decision]:
 
 
 def _parse_gate(file: TextFile, structure: Structure) -> tuple[list[GateEntry], bool]:
-    span = _section_span(structure, GATE_RECORD)
+    span = section_span(structure, GATE_RECORD)
     if span is None:
         return [], False
     heads = _subheads(structure, span)
@@ -242,46 +242,3 @@ def parse_research_log(file: TextFile) -> ResearchLog:
 
 def load_research_log(path: Path) -> ResearchLog:
     return parse_research_log(read_text(path, what="research log"))
-
-
-def render_gate_entry(date: dt.date, verdict: str, items: list[tuple[str, str]]) -> str:
-    lines = [f"### {date.isoformat()} — {verdict}"]
-    lines += [f"- [ ] {severity}: {' '.join(text.split())}" for severity, text in items]
-    return "\n".join(lines) + "\n"
-
-
-def insert_into_section(text: str, section: str, block: str) -> str:
-    """``text`` with ``block`` added at the end of its ``## section`` (created at the end if absent).
-
-    Headings come from the parsed structure, so a ``## `` line inside a code fence is not one.
-    """
-    lines = split_lines(text)
-    span = _section_span(parse_structure(text, lines), section)
-    body = block.strip("\n").split("\n")
-    if span is None:
-        head = "\n".join(lines).rstrip("\n")
-        return f"{head}\n\n## {section}\n\n" + "\n".join(body) + "\n"
-    end = span[1]
-    while end > span[0] and not lines[end - 1].strip():
-        end -= 1
-    rest = lines[end:]
-    while rest and not rest[0].strip():
-        rest.pop(0)
-    out = [*lines[:end], "", *body, *(["", *rest] if rest else [])]
-    return "\n".join(out) + "\n"
-
-
-def append_gate_entry(path: Path, date: dt.date, review: object) -> str:
-    """Append a dated entry for ``review`` (a ReviewOutput) under the gate record, atomically."""
-    from pipeline.formats.textio import atomic_write
-
-    verdict = getattr(review, "verdict", "NEEDS REVISION")
-    findings = getattr(review, "findings", [])
-    items = [(f.severity, f"{f.section}: {f.message}" if f.section else f.message) for f in findings]
-    entry = render_gate_entry(date, verdict, items)
-    source = read_text(path, what="research log")
-    parse_research_log(source)  # refuse to touch a log that does not parse
-    atomic_write(
-        path, insert_into_section(source.text, GATE_RECORD, entry), newline=source.newline, bom=source.bom
-    )
-    return entry

@@ -16,6 +16,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pipeline.errors import InputError
+from pipeline.formats.kinds import DESIGN_SYNC, MECHANICS_EDIT, MUTATION_KINDS, PHASE1
 from pipeline.formats.textio import atomic_write, read_text
 
 ENTRY_RE = re.compile(
@@ -23,23 +24,7 @@ ENTRY_RE = re.compile(
     r"(?P<kind>[a-z0-9-]+)(?:\s*\((?P<file>[^)]*)\))?\s*$"
 )
 RUN_MARKER_RE = re.compile(r"^<!-- designloop-run: (?P<run>[A-Za-z0-9._:-]+) -->$")
-MECHANICS_EDIT = "mechanics-edit"
-SYNC_RESETS = frozenset({"design-sync", "phase1-creation"})
-MUTATION_KINDS = frozenset(
-    {
-        "phase1-creation",
-        "phase4-creation",
-        "mechanics-edit",
-        "design-sync",
-        "content-edit",
-        "section-add",
-        "section-remove",
-        "section-rename",
-        "section-move",
-        "structural-rewrite",
-        "length-trigger-crossing",
-    }
-)
+SYNC_RESETS = frozenset({DESIGN_SYNC, PHASE1})
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +169,9 @@ def append_entry(
                     if existing.run_id == run_id:
                         return AppendResult(existing.number, False, "")
             number = next_number(entries)
-            if entry.kind in (MECHANICS_EDIT, "design-sync") and entry.working_mode_counter is None:
+            if entry.kind in (MECHANICS_EDIT, DESIGN_SYNC) and entry.working_mode_counter is None:
                 entry.working_mode_counter = (
-                    0 if entry.kind == "design-sync" else working_mode_count(entries) + 1
+                    0 if entry.kind == DESIGN_SYNC else working_mode_count(entries) + 1
                 )
             block = entry.render(number, run_id)
             old = read_text(path, what="review log") if path.exists() else None

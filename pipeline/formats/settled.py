@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from pipeline.formats.design_doc import DesignDoc
 from pipeline.formats.findings import WIRING_ERROR, Finding
 from pipeline.formats.slices import Slice
@@ -35,8 +37,9 @@ def section_hashes(doc: DesignDoc) -> dict[str, str]:
     return hashes
 
 
-@dataclass(slots=True)
-class SectionRecord:
+class SectionRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
     hash: str
     settled: bool
     round: int
@@ -58,15 +61,16 @@ class SettledState:
             out[name] = "skip" if record and record.settled and record.hash == digest else "audit"
         return out
 
-    def keeps(self, hashes: dict[str, str], rule: str, section: str | None) -> bool:
+    def keeps(self, hashes: dict[str, str], finding: Finding) -> bool:
         """Whether a finding survives: wiring errors always; others unless settled and unchanged."""
-        if rule == WIRING_ERROR or section is None:
+        section = finding.section
+        if is_wiring(finding) or section is None or section not in hashes:
             return True
-        return self.decide({section: hashes[section]}).get(section) != "skip" if section in hashes else True
+        return self.decide({section: hashes[section]})[section] != "skip"
 
     def filter(self, hashes: dict[str, str], findings: Iterable[Finding]) -> list[Finding]:
         """Drop findings on settled-and-unchanged sections; keep wiring errors always."""
-        return [f for f in findings if self.keeps(hashes, f.rule, f.section)]
+        return [f for f in findings if self.keeps(hashes, f)]
 
     def update(
         self, hashes: dict[str, str], audited: Iterable[str], findings: Iterable[Finding], round_: int
@@ -75,7 +79,9 @@ class SettledState:
         dirty = {f.section for f in findings if f.blocking and f.section is not None and not is_wiring(f)}
         for name in audited:
             if name in hashes:
-                self.sections[name] = SectionRecord(hashes[name], name not in dirty, round_)
+                self.sections[name] = SectionRecord(
+                    hash=hashes[name], settled=name not in dirty, round=round_
+                )
         for name in list(self.sections):
             if name not in hashes:
                 del self.sections[name]
@@ -93,17 +99,11 @@ class SettledState:
         return result
 
     def to_json(self) -> dict[str, object]:
-        return {
-            name: {"hash": r.hash, "settled": r.settled, "round": r.round}
-            for name, r in self.sections.items()
-        }
+        return {name: r.model_dump() for name, r in self.sections.items()}
 
     @classmethod
     def from_json(cls, data: dict[str, dict[str, object]]) -> SettledState:
-        sections: dict[str, SectionRecord] = {}
-        for name, raw in data.items():
-            digest, settled, round_ = raw.get("hash"), raw.get("settled"), raw.get("round")
-            if not isinstance(digest, str) or not isinstance(settled, bool) or not isinstance(round_, int):
-                raise ValueError(f"malformed settled-state record for section {name!r}")
-            sections[name] = SectionRecord(digest, settled, round_)
-        return cls(sections)
+        try:
+            return cls({name: SectionRecord.model_validate(raw) for name, raw in data.items()})
+        except ValidationError as exc:
+            raise ValueError(f"malformed settled-state record: {exc.errors()[0]['msg']}") from None

@@ -114,14 +114,11 @@ def whole_doc_guard(params: dict[str, object], file: str, floor: int = 300) -> F
         return None
     if count == 1 and total > floor:
         return Finding(
-            WIRING_ERROR,
-            "blocker",
-            file,
-            None,
-            None,
-            f"whole-doc guard: slice_count 1 for a {total}-line design (floor {floor}); "
+            rule=WIRING_ERROR,
+            severity="blocker",
+            file=file,
+            message=f"whole-doc guard: slice_count 1 for a {total}-line design (floor {floor}); "
             "the fan-out collapsed",
-            "re-run the partition and spawn one auditor per slice",
-            False,
+            suggested_fix="re-run the partition and spawn one auditor per slice",
         )
     return None

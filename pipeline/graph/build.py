@@ -1,122 +1,174 @@
 """The creation-kind graph (phase1-creation, phase4-creation) as a LangGraph StateGraph.
 
-step1_author -> step3_mechanical_checks -> (blocker or no draft: respawn_author, a round)
-  -> step4_plan_fanout -> [step4_audit_slice x n, step4_second_check] -> step6_evaluate
-  -> dual-clean: s3_gate (phase 1) -> step4_comprehension_gate
-     not clean, budget left: next_round -> step1_author
-     decision-shaped: surface_decision -> next_round
-  -> finish -> step7_review_log -> stamp -> step9_present
+Node names are the seed's steps:
+
+step1_seed_scope -> step1_author -> step3_mechanical_checks
+  -> blocker or no draft: step6_mechanical_first (a round) -> step1_author
+  -> step4_plan_fanout -> [step4_audit_slice x n, step4_second_check] -> step5_merge -> step6_evaluate
+  -> dual-clean: step4_s3_gate (phase 1) -> step4_comprehension_gate
+     not clean, budget left: step6_next_round -> step1_author
+     decision-shaped: step4_surface_decision -> step6_next_round
+  -> step6_outcome -> step7_review_log -> step1_stamp -> step9_present
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel
 
-from pipeline.graph import loop as loop_nodes
-from pipeline.graph import wrapup as gate_nodes
-from pipeline.graph.state import PHASE1, RunState, blocking
+from pipeline.formats.kinds import PHASE1
+from pipeline.graph import author, gate, review, wrapup
+from pipeline.graph.state import RunState
 
 AUTHOR_RETRIES = 1  # an author that wrote no draft is re-spawned once
+AfterMechanical = Literal["step6_mechanical_first", "step6_outcome", "step4_plan_fanout"]
+AfterEvaluate = Literal[
+    "step4_surface_decision", "step4_s3_gate", "step4_comprehension_gate", "step6_next_round", "step6_outcome"
+]
+AfterComprehension = Literal["step4_surface_decision", "step6_outcome", "step6_next_round"]
+AfterSurface = Literal["step6_next_round", "step6_outcome"]
 
 
-def _budget_left(state: RunState) -> bool:
-    return state["round"] < state["budget"]
-
-
-def after_mechanical(state: RunState) -> str:
-    if not state["author"]["draft_ok"]:
-        if state.get("author_failures", 0) <= AUTHOR_RETRIES and _budget_left(state):
-            return "respawn_author"
-        return "finish"
-    if any(f["severity"] == "blocker" for f in state.get("mechanical", [])):
-        return "respawn_author" if _budget_left(state) else "finish"
+def after_mechanical(state: RunState) -> AfterMechanical:
+    if state.author is None or not state.author.draft_ok:
+        if state.author_failures <= AUTHOR_RETRIES and state.budget_left():
+            return "step6_mechanical_first"
+        return "step6_outcome"
+    if any(f.severity == "blocker" for f in state.mechanical):
+        return "step6_mechanical_first" if state.budget_left() else "step6_outcome"
     return "step4_plan_fanout"
 
 
-def after_evaluate(state: RunState) -> str:
-    ev = state["evaluation"]
-    if ev["surface"]:
-        return "surface_decision"
-    if ev["dual_clean"]:
-        return "s3_gate" if state["kind"] == PHASE1 else "step4_comprehension_gate"
-    return "next_round" if _budget_left(state) else "finish"
+def after_evaluate(state: RunState) -> AfterEvaluate:
+    ev = state.evaluation
+    assert ev is not None
+    if ev.surface:
+        return "step4_surface_decision"
+    if ev.dual_clean:
+        return "step4_s3_gate" if state.kind == PHASE1 else "step4_comprehension_gate"
+    return "step6_next_round" if state.budget_left() else "step6_outcome"
 
 
-def after_comprehension(state: RunState) -> str:
-    comprehension = state["comprehension"]
-    if any(f.get("decision_shaped") for f in comprehension["findings"]):
-        return "surface_decision"
-    if comprehension["status"] == "ok" and not blocking(comprehension["findings"]):
-        return "finish"
-    if comprehension["status"] == "ok" and _budget_left(state):
-        return "next_round"
-    return "finish"
+def after_comprehension(state: RunState) -> AfterComprehension:
+    comprehension = state.comprehension
+    assert comprehension is not None
+    if any(f.decision_shaped for f in comprehension.findings):
+        return "step4_surface_decision"
+    if comprehension.status == "ok" and not any(f.blocking for f in comprehension.findings):
+        return "step6_outcome"
+    if comprehension.status == "ok" and state.budget_left():
+        return "step6_next_round"
+    return "step6_outcome"
 
 
-def after_surface(state: RunState) -> str:
-    return "next_round" if _budget_left(state) else "finish"
+def after_surface(state: RunState) -> AfterSurface:
+    return "step6_next_round" if state.budget_left() else "step6_outcome"
+
+
+def _plain(value: Any) -> Any:
+    """Records as JSON data: what the checkpoint stores, validated back into RunState on read."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+N = TypeVar("N", bound=Callable[..., Any])
+
+
+def node(fn: N) -> N:
+    """A node whose typed update is stored as plain JSON."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            return _plain(await fn(*args, **kwargs))
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return _plain(fn(*args, **kwargs))
+
+    return run  # type: ignore[return-value]
+
+
+NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
+    "step1_seed_scope": author.step1_seed_scope,
+    "step1_author": author.step1_author,
+    "step3_mechanical_checks": review.step3_mechanical_checks,
+    "step6_mechanical_first": author.step6_mechanical_first,
+    "step4_plan_fanout": review.step4_plan_fanout,
+    "step4_audit_slice": review.step4_audit_slice,
+    "step4_second_check": review.step4_second_check,
+    "step5_merge": review.step5_merge,
+    "step6_evaluate": review.step6_evaluate,
+    "step6_next_round": author.step6_next_round,
+    "step4_s3_gate": gate.step4_s3_gate,
+    "step4_comprehension_gate": gate.step4_comprehension_gate,
+    "step4_surface_decision": gate.step4_surface_decision,
+    "step6_outcome": wrapup.step6_outcome,
+    "step7_review_log": wrapup.step7_review_log,
+    "step1_stamp": wrapup.step1_stamp,
+    "step9_present": wrapup.step9_present,
+}
 
 
 def build_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(RunState)
-    graph.add_node("step1_seed_scope", loop_nodes.step1_seed_scope)
-    graph.add_node("step1_author", loop_nodes.step1_author)
-    graph.add_node("step3_mechanical_checks", loop_nodes.step3_mechanical_checks)
-    graph.add_node("respawn_author", loop_nodes.respawn_author)
-    graph.add_node("step4_plan_fanout", loop_nodes.step4_plan_fanout)
-    # The fan-out targets take a Send payload, not the run state.
-    graph.add_node("step4_audit_slice", _send_target(loop_nodes.step4_audit_slice))
-    graph.add_node("step4_second_check", _send_target(loop_nodes.step4_second_check))
-    graph.add_node("step6_evaluate", loop_nodes.step6_evaluate)
-    graph.add_node("next_round", loop_nodes.next_round)
-    graph.add_node("s3_gate", gate_nodes.s3_gate)
-    graph.add_node("step4_comprehension_gate", gate_nodes.step4_comprehension_gate)
-    graph.add_node("surface_decision", gate_nodes.surface_decision)
-    graph.add_node("finish", gate_nodes.finish)
-    graph.add_node("step7_review_log", gate_nodes.step7_review_log)
-    graph.add_node("stamp", gate_nodes.stamp)
-    graph.add_node("step9_present", gate_nodes.step9_present)
-
+    for name, fn in NODES.items():
+        graph.add_node(name, node(fn))
     graph.add_edge(START, "step1_seed_scope")
     graph.add_edge("step1_seed_scope", "step1_author")
     graph.add_edge("step1_author", "step3_mechanical_checks")
     graph.add_conditional_edges(
-        "step3_mechanical_checks", after_mechanical, ["respawn_author", "finish", "step4_plan_fanout"]
+        "step3_mechanical_checks",
+        after_mechanical,
+        ["step6_mechanical_first", "step6_outcome", "step4_plan_fanout"],
     )
-    graph.add_edge("respawn_author", "step1_author")
+    graph.add_edge("step6_mechanical_first", "step1_author")
     graph.add_conditional_edges(
-        "step4_plan_fanout", _route_fanout, ["step4_audit_slice", "step4_second_check"]
+        "step4_plan_fanout", review.route_fanout, ["step4_audit_slice", "step4_second_check"]
     )
-    graph.add_edge("step4_audit_slice", "step6_evaluate")
-    graph.add_edge("step4_second_check", "step6_evaluate")
+    # The fan-out's spawns all run in one superstep; the merge runs once after it.
+    graph.add_edge("step4_audit_slice", "step5_merge")
+    graph.add_edge("step4_second_check", "step5_merge")
+    graph.add_edge("step5_merge", "step6_evaluate")
     graph.add_conditional_edges(
         "step6_evaluate",
         after_evaluate,
-        ["surface_decision", "s3_gate", "step4_comprehension_gate", "next_round", "finish"],
+        [
+            "step4_surface_decision",
+            "step4_s3_gate",
+            "step4_comprehension_gate",
+            "step6_next_round",
+            "step6_outcome",
+        ],
     )
-    graph.add_edge("next_round", "step1_author")
-    graph.add_edge("s3_gate", "step4_comprehension_gate")
+    graph.add_edge("step6_next_round", "step1_author")
+    graph.add_edge("step4_s3_gate", "step4_comprehension_gate")
     graph.add_conditional_edges(
-        "step4_comprehension_gate", after_comprehension, ["surface_decision", "finish", "next_round"]
+        "step4_comprehension_gate",
+        after_comprehension,
+        ["step4_surface_decision", "step6_outcome", "step6_next_round"],
     )
-    graph.add_conditional_edges("surface_decision", after_surface, ["next_round", "finish"])
-    graph.add_edge("finish", "step7_review_log")
-    graph.add_edge("step7_review_log", "stamp")
-    graph.add_edge("stamp", "step9_present")
+    graph.add_conditional_edges(
+        "step4_surface_decision", after_surface, ["step6_next_round", "step6_outcome"]
+    )
+    graph.add_edge("step6_outcome", "step7_review_log")
+    graph.add_edge("step7_review_log", "step1_stamp")
+    graph.add_edge("step1_stamp", "step9_present")
     graph.add_edge("step9_present", END)
     return graph.compile(checkpointer=checkpointer, name="designloop")
-
-
-def _route_fanout(state: RunState, config: RunnableConfig) -> Any:
-    return loop_nodes.route_fanout(state, config)
-
-
-def _send_target(fn: Any) -> Any:
-    return fn

@@ -1,96 +1,237 @@
-"""The graph's state (what changes across rounds) and its dependencies (what is handed in)."""
+"""The run state: what changes across rounds, as typed records. It is the checkpoint format.
+
+Checkpoints hold these records as plain JSON (nodes return them dumped, see
+``build.node``) and every node and router reads them validated back into the models below,
+so a typo in a field name is a type error, not a KeyError in the middle of a paid run.
+``format`` tells a state written by an earlier designloop apart (runs.records.RUN_FORMAT).
+"""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Literal, TypedDict
 
-from pipeline.agents.runtime import Runtime
-from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.slices import Slice, partition_for
-from pipeline.formats.stamp import WorkflowSha
-from pipeline.runs.events import EventLog
-from pipeline.settings import Limits, RunSettings
+from pydantic import BaseModel, ConfigDict, Field
 
-PHASE1 = "phase1-creation"
-PHASE4 = "phase4-creation"
+from pipeline.agents.usage import RoleUsage
+from pipeline.formats.findings import Finding, blocking
+from pipeline.formats.settled import SectionRecord
+from pipeline.formats.slices import Slice
+from pipeline.runs.records import RUN_FORMAT
+
+Status = Literal["ok", "inconclusive"]
+Verdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS"]
+PASS: Verdict = "PASS"
+BLOCKER_REMAINS: Verdict = "BLOCKER REMAINS"
+SHOULD_FIX_REMAINS: Verdict = "SHOULD-FIX REMAINS"
 
 
-class RunState(TypedDict, total=False):
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuthorTurn(Record):
+    """Step 1 (and each later round): what the author's spawn left on disk."""
+
+    round: int
+    draft_ok: bool
+    status: Status
+    summary: str = ""
+    error: str | None = None
+
+
+class SectionSpan(Record):
+    name: str
+    start: int
+    end: int
+
+
+class FanOut(Record):
+    """Step 4's plan for a round: the partition, the settled-state skips, the section map."""
+
+    round: int
+    slices: list[Slice]
+    skip: list[bool]
+    total_lines: int
+    hashes: dict[str, str]
+    sections: list[SectionSpan]
+
+
+class SliceTask(Record):
+    """The Send payload of one auditor spawn."""
+
     run_id: str
+    kind: str
+    round: int
+    draft: str
+    index: int
+    slice: Slice
+    slice_count: int
+    total_lines: int
+    warm: bool
+
+
+class CheckTask(Record):
+    """The Send payload of the round's second check."""
+
+    run_id: str
+    kind: str
+    round: int
+    draft: str
+
+
+class Audit(Record):
+    """One auditor slice's review."""
+
+    round: int
+    index: int
+    slice: Slice
+    status: Status
+    error: str | None = None
+    findings: list[Finding] = []
+    prompt: str = ""
+
+
+class SecondCheck(Record):
+    """The round's second check: absorption (phase 1) or fidelity (phase 4)."""
+
+    round: int
+    role: str
+    status: Status
+    error: str | None = None
+    findings: list[Finding] = []
+
+
+class Merged(Record):
+    """Step 5: the round's review findings as one deduplicated list, blockers first."""
+
+    round: int
+    auditor: list[Finding]
+    second: list[Finding]
+    inconclusive: list[str]
+    prefix_share: float = 1.0
+
+
+class Evaluation(Record):
+    """Step 6: the dual-clean verdict of a round, after the settled-state filter."""
+
+    round: int
+    dual_clean: bool
+    auditor: list[Finding]
+    second: list[Finding]
+    inconclusive: list[str]
+    surface: list[Finding]
+    prefix_share: float = 1.0
+
+    @property
+    def blocking(self) -> list[Finding]:
+        return blocking(self.auditor) + blocking(self.second)
+
+
+class Comprehension(Record):
+    """Step 4's cold comprehension gate."""
+
+    round: int
+    status: Status
+    verdict: str
+    error: str | None = None
+    findings: list[Finding] = []
+    output_path: str | None = None
+
+
+class Surfaced(Record):
+    """A decision-shaped finding appended to the research log (the S3 loop-back)."""
+
+    round: int
+    role: str
+    decision: int | None
+    marker: str
+    message: str
+
+
+class RoundHistory(Record):
+    round: int
+    dual_clean: bool
+    auditor_findings: int
+    second_findings: int
+    skipped_slices: int
+    slices: int
+    inconclusive: list[str]
+    prefix_share: float
+
+
+class Outcome(Record):
+    """How the loop exited, and what remains."""
+
+    verdict: Verdict
+    remaining: list[Finding] = []
+
+
+class RunState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = RUN_FORMAT
+    run_id: str
+    kind: str = "phase1-creation"
+    round: int = 1
+    budget: int = 3
+    draft: str = ""
+    """The document the run writes, relative to the repository root."""
+    author: AuthorTurn | None = None
+    author_failures: int = 0
+    flagged: list[Finding] = []
+    mechanical: list[Finding] = []
+    fanout: FanOut | None = None
+    audits: Annotated[list[Audit], operator.add] = Field(default_factory=list)
+    seconds: Annotated[list[SecondCheck], operator.add] = Field(default_factory=list)
+    merged: Merged | None = None
+    evaluation: Evaluation | None = None
+    settled: dict[str, SectionRecord] = {}
+    comprehension: Comprehension | None = None
+    surfaced: Annotated[list[Surfaced], operator.add] = Field(default_factory=list)
+    notes: Annotated[list[str], operator.add] = Field(default_factory=list)
+    usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
+    history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
+    outcome: Outcome | None = None
+    review_entry: int | None = None
+    stamped: bool = False
+    summary: str | None = None
+
+    def budget_left(self) -> bool:
+        return self.round < self.budget
+
+    def this_round_evaluation(self) -> Evaluation | None:
+        """The evaluation of this round, if this round's draft got as far as the per-round pair."""
+        return self.evaluation if self.evaluation and self.evaluation.round == self.round else None
+
+    def this_round_comprehension(self) -> Comprehension | None:
+        c = self.comprehension
+        return c if c and c.round == self.round else None
+
+
+class Update(TypedDict, total=False):
+    """What a node returns: a subset of RunState's fields (lists are appended, not replaced)."""
+
     kind: str
     round: int
     budget: int
     draft: str
-    author: dict[str, Any]
+    author: AuthorTurn
     author_failures: int
-    flagged: list[dict[str, Any]]
-    mechanical: list[dict[str, Any]]
-    fanout: dict[str, Any]
-    audits: Annotated[list[dict[str, Any]], operator.add]
-    seconds: Annotated[list[dict[str, Any]], operator.add]
-    evaluation: dict[str, Any]
-    settled: dict[str, Any]
-    comprehension: dict[str, Any]
-    surfaced: Annotated[list[dict[str, Any]], operator.add]
-    notes: Annotated[list[str], operator.add]
-    usage: Annotated[list[dict[str, Any]], operator.add]
-    history: Annotated[list[dict[str, Any]], operator.add]
-    outcome: str
-    remaining: list[dict[str, Any]]
+    flagged: list[Finding]
+    mechanical: list[Finding]
+    fanout: FanOut
+    audits: list[Audit]
+    seconds: list[SecondCheck]
+    merged: Merged
+    evaluation: Evaluation
+    settled: dict[str, SectionRecord]
+    comprehension: Comprehension
+    surfaced: list[Surfaced]
+    notes: list[str]
+    usage: list[RoleUsage]
+    history: list[RoundHistory]
+    outcome: Outcome
     review_entry: int
     stamped: bool
     summary: str
-
-
-@dataclass(slots=True)
-class RunDeps:
-    """Services a run uses; never checkpointed, rebuilt on resume."""
-
-    runtime: Runtime
-    design: DesignDir
-    limits: Limits
-    settings: RunSettings
-    events: EventLog
-    run_dir: Path
-    workflow_sha: WorkflowSha
-    warmup: bool = True
-    partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
-
-    def rel(self, path: Path) -> str:
-        root = self.design.repo_root
-        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-
-    def abs(self, rel: str) -> Path:
-        path = Path(rel)
-        return path if path.is_absolute() else self.design.repo_root / path
-
-
-def blocking(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [f for f in findings if f.get("severity") in ("blocker", "should-fix")]
-
-
-def this_round(items: list[dict[str, Any]], round_: int) -> list[dict[str, Any]]:
-    return [i for i in items if i.get("round") == round_]
-
-
-def build_deps(
-    runtime: Runtime, design: DesignDir, limits: Limits, settings: RunSettings, run_dir: Path, warmup: bool
-) -> RunDeps:
-    """A run's services; the workflow SHA covers the agents and prompts the run uses."""
-    from pipeline.agents.roles import workflow_paths
-
-    sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
-    return RunDeps(
-        runtime=runtime,
-        design=design,
-        limits=limits,
-        settings=settings,
-        events=EventLog(run_dir),
-        run_dir=run_dir,
-        workflow_sha=sha,
-        warmup=warmup,
-    )

@@ -1,0 +1,61 @@
+"""One role, once, on a design directory, with the params it would get in round 1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.agents.inputs import round1_spawns
+from pipeline.agents.runtime import RoleResult, Runtime
+from pipeline.agents.spawn import prefix_share
+from pipeline.errors import InputError
+from pipeline.formats.contracts import ReviewOutput
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.research_log_edits import append_gate_entry
+from pipeline.formats.slices import Slice
+from pipeline.formats.textio import atomic_write
+from pipeline.settings import Limits
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRun:
+    results: list[RoleResult]
+    prefix_share: float
+    gate_entry: str | None = None
+
+
+async def review_once(
+    runtime: Runtime,
+    role: str,
+    d: DesignDir,
+    limits: Limits,
+    draft: Path | None = None,
+    slice_: Slice | None = None,
+    run_id: str | None = None,
+) -> ReviewRun:
+    if role not in runtime.roles:
+        raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(runtime.roles))}")
+    run_id = run_id or "review-" + uuid.uuid4().hex[:8]
+    params = round1_spawns(role, d, run_id, limits, draft, slice_)
+    results, texts = [], []
+    for index, item in enumerate(params):
+        spawn, result = await runtime.spawn(item, d, index if len(params) > 1 else None)
+        results.append(result)
+        texts.append(spawn.full_text)
+    entry = None
+    review = results[0].review
+    if role == "adversarial-review" and review is not None:
+        entry = append_gate_entry(d.research_log, dt.date.today(), review)
+    output = params[0].output_path
+    if role == "comprehension-review" and output and review is not None:
+        write_review_file(d.abs(output), review)
+    return ReviewRun(results, prefix_share(texts), entry)
+
+
+def write_review_file(path: Path, review: ReviewOutput) -> None:
+    """Persist a review to a file on a read-only role's behalf (the phase-4 output_path)."""
+    lines = [f"Verdict: {review.verdict}", "", "## Structural findings", ""]
+    lines += [f"- {f.severity}: {f.describe()}" for f in review.findings] or ["- none"]
+    atomic_write(path, "\n".join(lines) + "\n")

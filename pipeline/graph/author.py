@@ -1,0 +1,88 @@
+"""Step 1 (the author writes the draft) and the two ways back to it in Step 6: the
+mechanical-first re-spawn and the next round."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from langchain_core.runnables import RunnableConfig
+
+from pipeline.agents.inputs import RoundInputs, params_for
+from pipeline.formats.findings import blocking
+from pipeline.formats.kinds import PHASE1
+from pipeline.graph.deps import deps_of
+from pipeline.graph.state import AuthorTurn, RunState, Update
+
+INLINE_DRAFT_CHARS = 1500
+
+
+def step1_seed_scope(state: RunState, config: RunnableConfig) -> Update:
+    """Step 1 (before the author): settle the target file for this kind.
+
+    A run started from the command line arrives with everything set; LangGraph Studio
+    sends only the run id and the kind, and the defaults fill in the rest.
+    """
+    deps = deps_of(config)
+    if state.draft:
+        return {}
+    target = deps.design.design if state.kind == PHASE1 else deps.design.final
+    return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget}
+
+
+def _fingerprint(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+async def step1_author(state: RunState, config: RunnableConfig) -> Update:
+    """Step 1: the code-grounded author writes the draft to output_path and returns a summary."""
+    deps = deps_of(config)
+    round_ = state.round
+    deps.events.emit("round", round=round_, budget=state.budget)
+    draft = deps.abs(state.draft)
+    inputs = RoundInputs(deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged))
+    before = _fingerprint(draft)
+    _, result, usage = await deps.spawn(params_for("design-author", inputs))
+    # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.
+    written = result.status == "ok" or _fingerprint(draft) != before
+    draft_ok = draft.is_file() and draft.stat().st_size > 0 and written
+    notes = []
+    summary = getattr(result.output, "summary", "") if result.output else ""
+    if draft_ok and (len(summary) > INLINE_DRAFT_CHARS or "\n## " in summary):
+        notes.append(
+            f"round {round_}: the author returned the draft inline instead of a summary; "
+            "the run used the file on disk (contract violation)"
+        )
+    if draft_ok and result.status != "ok":
+        notes.append(
+            f"round {round_}: the author's output was INCONCLUSIVE ({result.error}); "
+            "the run used the draft on disk"
+        )
+    return {
+        "author": AuthorTurn(
+            round=round_, draft_ok=draft_ok, status=result.status, summary=summary[:500], error=result.error
+        ),
+        "author_failures": state.author_failures + (0 if draft_ok else 1),
+        "usage": [usage],
+        "notes": notes,
+    }
+
+
+def step6_mechanical_first(state: RunState, config: RunnableConfig) -> Update:
+    """Step 6.2: a mechanical-first (or no-draft) re-spawn of the author; it consumes a round."""
+    return {
+        "round": state.round + 1,
+        "flagged": [f for f in state.mechanical if f.severity == "blocker"],
+    }
+
+
+def step6_next_round(state: RunState, config: RunnableConfig) -> Update:
+    """Step 6: the loop continues; this round's findings become the author's flagged passages."""
+    flagged = state.evaluation.blocking if state.evaluation else []
+    comprehension = state.this_round_comprehension()
+    if comprehension is not None:
+        flagged += blocking(comprehension.findings)
+    return {"round": state.round + 1, "flagged": flagged}

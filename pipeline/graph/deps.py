@@ -1,0 +1,119 @@
+"""A run's dependencies (what is handed in, never checkpointed) and the one spawn helper."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from pipeline.agents.roles import workflow_paths
+from pipeline.agents.runtime import RoleResult, Runtime
+from pipeline.agents.session import SessionOptions, open_session
+from pipeline.agents.spawn import Spawn, SpawnParams
+from pipeline.agents.usage import RoleUsage
+from pipeline.errors import WiringError
+from pipeline.formats.design_dir import DesignDir, open_design_dir
+from pipeline.formats.slices import Slice, partition_for
+from pipeline.formats.stamp import WorkflowSha
+from pipeline.runs.events import EventLog
+from pipeline.settings import Limits, RunSettings
+
+
+@dataclass(slots=True)
+class RunDeps:
+    """Services a run uses; rebuilt on resume."""
+
+    runtime: Runtime
+    design: DesignDir
+    limits: Limits
+    settings: RunSettings
+    events: EventLog
+    run_dir: Path
+    workflow_sha: WorkflowSha
+    warmup: bool = True
+    partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
+
+    def rel(self, path: Path) -> str:
+        return self.design.rel(path)
+
+    def abs(self, rel: str) -> Path:
+        return self.design.abs(rel)
+
+    async def spawn(
+        self, params: SpawnParams, index: int | None = None, **extra: Any
+    ) -> tuple[Spawn, RoleResult, RoleUsage]:
+        """Run one spawn through the spawn contract and record its event."""
+        spawn, result = await self.runtime.spawn(params, self.design, index)
+        review = result.review
+        self.events.emit(
+            "spawn",
+            round=params.round,
+            role=result.role,
+            slice=list(params.slice) if params.slice else None,
+            status=result.status,
+            model=result.model,
+            cache_hits=result.usage.cache_hits,
+            calls=result.usage.calls,
+            tokens=result.usage.total_tokens,
+            cost_usd=str(result.usage.cost),
+            findings=len(review.findings) if review else 0,
+            attempts=result.attempts,
+            params=self.rel(result.params_path),
+            error=result.error,
+            refusals=result.refusals,
+            reads=result.reads,
+            started=result.started,
+            **extra,
+        )
+        return spawn, result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
+
+
+def build_deps(
+    runtime: Runtime, design: DesignDir, limits: Limits, settings: RunSettings, run_dir: Path, warmup: bool
+) -> RunDeps:
+    """A run's services; the workflow SHA covers the agents and prompts the run uses."""
+    sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
+    return RunDeps(
+        runtime=runtime,
+        design=design,
+        limits=limits,
+        settings=settings,
+        events=EventLog(run_dir),
+        run_dir=run_dir,
+        workflow_sha=sha,
+        warmup=warmup,
+    )
+
+
+_STUDIO: dict[tuple[str, str, str | None], RunDeps] = {}
+
+
+def studio_deps(configurable: dict[str, Any]) -> RunDeps | None:
+    """LangGraph Studio hands in only its configuration: ``directory`` and, optionally, ``model``."""
+    directory = configurable.get("directory")
+    if not isinstance(directory, str):
+        return None
+    key = (directory, str(configurable.get("thread_id")), configurable.get("model"))
+    if key not in _STUDIO:
+        design = open_design_dir(Path(directory))
+        session = open_session(design.repo_root, SessionOptions(model=configurable.get("model")))
+        run_dir = session.runs_dir / f"studio-{configurable.get('thread_id', 'run')}"
+        _STUDIO[key] = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
+    return _STUDIO[key]
+
+
+def deps_of(config: RunnableConfig) -> RunDeps:
+    configurable = config.get("configurable", {})
+    deps = configurable.get("deps")
+    if isinstance(deps, RunDeps):
+        return deps
+    built = studio_deps(configurable)
+    if built is None:
+        raise WiringError(
+            "the graph was run without its dependencies",
+            hint="pass configurable.deps, or configurable.directory (LangGraph Studio)",
+        )
+    return built

@@ -1,0 +1,90 @@
+"""Step 4 after the inner loop: the S3 freeze-order gate, the cold comprehension gate, and
+the S3 loop-back that sends a decision-shaped finding to the research log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
+
+from pipeline.agents.inputs import RoundInputs, params_for, second_check_role
+from pipeline.agents.review import write_review_file
+from pipeline.formats.findings import Finding, blocking
+from pipeline.formats.research_log import load_research_log
+from pipeline.formats.research_log_edits import surface_decision
+from pipeline.graph.deps import deps_of
+from pipeline.graph.state import Comprehension, RunState, Surfaced, Update
+
+
+def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
+    """The S3 freeze-order gate: the comprehension gate waits for a resolved adversarial gate.
+
+    The interrupt comes first and the node has no side effect, so a resume simply re-reads
+    the research log and either passes or pauses again.
+    """
+    deps = deps_of(config)
+    gate = load_research_log(deps.design.research_log).gate()
+    while gate.state != "resolved":
+        interrupt({"gate": gate.to_json(), "research_log": deps.rel(deps.design.research_log)})
+        gate = load_research_log(deps.design.research_log).gate()
+    deps.events.emit("check", round=state.round, check="s3-gate", state="resolved")
+    return {}
+
+
+async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> Update:
+    """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate)."""
+    deps = deps_of(config)
+    round_ = state.round
+    inputs = RoundInputs(deps.design, state.run_id, state.kind, round_, deps.abs(state.draft))
+    params = params_for("comprehension-review", inputs)
+    _, result, usage = await deps.spawn(params)
+    review = result.review
+    findings = [f.located(state.draft, result.role) for f in review.findings] if review else []
+    if params.output_path is not None and review is not None:
+        write_review_file(deps.abs(params.output_path), review)
+    verdict = review.verdict if review else "INCONCLUSIVE"
+    deps.events.emit(
+        "check", round=round_, check="comprehension", verdict=verdict, findings=len(blocking(findings))
+    )
+    comprehension = Comprehension(
+        round=round_,
+        status=result.status,
+        verdict=verdict,
+        error=result.error,
+        findings=findings,
+        output_path=params.output_path,
+    )
+    return {"comprehension": comprehension, "usage": [usage]}
+
+
+def decision_shaped(state: RunState) -> list[Finding]:
+    """This round's decision-shaped findings, from the comprehension gate and the second check."""
+    out: list[Finding] = []
+    comprehension = state.this_round_comprehension()
+    if comprehension is not None:
+        out += [f for f in comprehension.findings if f.decision_shaped]
+    evaluation = state.this_round_evaluation()
+    if evaluation is not None:
+        role = second_check_role(state.kind)
+        out += [f.located(role=role) for f in evaluation.surface]
+    return out
+
+
+def step4_surface_decision(state: RunState, config: RunnableConfig) -> Update:
+    """A decision-shaped finding goes to the research log and re-opens the adversarial gate."""
+    deps = deps_of(config)
+    surfaced = []
+    for finding in decision_shaped(state):
+        role = finding.role or "reviewer"
+        key = hashlib.sha256(f"{finding.quote}|{finding.message}".encode()).hexdigest()[:10]
+        marker = f"run {state.run_id}, finding {key}"
+        number = surface_decision(
+            deps.design.research_log, role, finding.quote, finding.message, marker, dt.date.today()
+        )
+        surfaced.append(
+            Surfaced(round=state.round, role=role, decision=number, marker=marker, message=finding.message)
+        )
+        deps.events.emit("surfaced", round=state.round, role=role, decision=number, message=finding.message)
+    return {"surfaced": surfaced}

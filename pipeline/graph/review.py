@@ -1,0 +1,232 @@
+"""Steps 3 to 6 of a round: the mechanical checks, the per-round pair (the auditor fan-out
+and the second check), the merge and the dual-clean evaluation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Send
+
+from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for, second_check_role
+from pipeline.agents.spawn import prefix_share
+from pipeline.checks.engine import CheckRequest, run_checks
+from pipeline.errors import WiringError
+from pipeline.formats.design_doc import load_design
+from pipeline.formats.findings import WIRING_ERROR, Finding, blocking, merge
+from pipeline.formats.kinds import PHASE1
+from pipeline.formats.settled import SettledState, section_hashes
+from pipeline.formats.slices import assert_fanout
+from pipeline.graph.deps import RunDeps, deps_of
+from pipeline.graph.state import (
+    Audit,
+    CheckTask,
+    Evaluation,
+    FanOut,
+    Merged,
+    RoundHistory,
+    RunState,
+    SecondCheck,
+    SectionSpan,
+    SliceTask,
+    Update,
+)
+
+
+def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
+    """Step 3: the mechanical checks on the just-written draft."""
+    deps = deps_of(config)
+    if state.author is None or not state.author.draft_ok:
+        return {"mechanical": []}
+    d = deps.design
+    mechanics = d.mechanics if state.kind == PHASE1 and d.mechanics.is_file() else None
+    request = CheckRequest(
+        design_path=deps.abs(state.draft),
+        mechanics_path=mechanics,
+        target="both" if mechanics else "design",
+        scope="whole-doc",
+    )
+    findings = [
+        f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
+        for f in run_checks(request, deps.limits)
+    ]
+    deps.events.emit(
+        "check",
+        round=state.round,
+        check="mechanical",
+        findings=len(findings),
+        blockers=sum(1 for f in findings if f.severity == "blocker"),
+    )
+    return {"mechanical": findings}
+
+
+def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
+    """Step 4 (per round): the deterministic partition, the settled-state skips, the self-check."""
+    deps = deps_of(config)
+    doc = load_design(deps.abs(state.draft))
+    slices = deps.partition(doc.lines, deps.limits)
+    try:
+        assert_fanout(len(slices), len(doc.lines), deps.limits)
+    except WiringError as exc:
+        deps.events.emit("stopped", message=exc.message)
+        raise
+    hashes = section_hashes(doc)
+    skip = SettledState(dict(state.settled)).skippable(slices, doc, hashes)
+    for index, (part, skipped) in enumerate(zip(slices, skip, strict=True)):
+        if skipped:
+            deps.events.emit("slice_skipped", round=state.round, slice=list(part), index=index)
+    return {
+        "fanout": FanOut(
+            round=state.round,
+            slices=slices,
+            skip=skip,
+            total_lines=len(doc.lines),
+            hashes=hashes,
+            sections=[SectionSpan(name=s.name, start=s.start, end=s.end) for s in doc.sections],
+        )
+    }
+
+
+def route_fanout(state: RunState) -> list[Send]:
+    """The per-round pair: one auditor per slice (minus settled ones) and the second check."""
+    fan = state.fanout
+    assert fan is not None
+    sends: list[Send] = []
+    first = True
+    for index, (part, skipped) in enumerate(zip(fan.slices, fan.skip, strict=True)):
+        if skipped:
+            continue
+        task = SliceTask(
+            run_id=state.run_id,
+            kind=state.kind,
+            round=state.round,
+            draft=state.draft,
+            index=index,
+            slice=part,
+            slice_count=len(fan.slices),
+            total_lines=fan.total_lines,
+            warm=first,
+        )
+        sends.append(Send("step4_audit_slice", task.model_dump(mode="json")))
+        first = False
+    check = CheckTask(run_id=state.run_id, kind=state.kind, round=state.round, draft=state.draft)
+    sends.append(Send("step4_second_check", check.model_dump(mode="json")))
+    return sends
+
+
+def _inputs(deps: RunDeps, task: SliceTask | CheckTask) -> RoundInputs:
+    return RoundInputs(deps.design, task.run_id, task.kind, task.round, deps.abs(task.draft))
+
+
+async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> Update:
+    """One cold readability auditor on one slice; the fan-out's first spawn warms the cache."""
+    deps = deps_of(config)
+    task = SliceTask.model_validate(payload)
+    arrived = time.monotonic()
+    if deps.warmup and not task.warm and deps.settings.warmup_delay > 0:
+        await asyncio.sleep(deps.settings.warmup_delay)
+    waited = round(time.monotonic() - arrived, 3)
+    params = params_for(
+        "readability-auditor", _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
+    )
+    spawn, result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
+    findings = [f.located(task.draft, result.role) for f in result.review.findings] if result.review else []
+    audit = Audit(
+        round=task.round,
+        index=task.index,
+        slice=task.slice,
+        status=result.status,
+        error=result.error,
+        findings=findings,
+        prompt=spawn.full_text,
+    )
+    return {"audits": [audit], "usage": [usage]}
+
+
+async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) -> Update:
+    """The round's second check: absorption at phase 1, fidelity at phase 4."""
+    deps = deps_of(config)
+    task = CheckTask.model_validate(payload)
+    role = second_check_role(task.kind)
+    _, result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
+    findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
+    check = SecondCheck(
+        round=task.round, role=role, status=result.status, error=result.error, findings=findings
+    )
+    return {"seconds": [check], "usage": [usage]}
+
+
+def step5_merge(state: RunState, config: RunnableConfig) -> Update:
+    """Step 5: the round's auditor and second-check findings, each as one deduplicated list."""
+    audits = sorted((a for a in state.audits if a.round == state.round), key=lambda a: a.index)
+    seconds = [s for s in state.seconds if s.round == state.round]
+    second = seconds[-1] if seconds else None
+    inconclusive = [
+        f"readability-auditor slice {a.slice[0]}-{a.slice[1]}" for a in audits if a.status != "ok"
+    ]
+    if second is None or second.status != "ok":
+        inconclusive.append(second.role if second else second_check_role(state.kind))
+    return {
+        "merged": Merged(
+            round=state.round,
+            auditor=merge(f for a in audits for f in a.findings),
+            second=merge(second.findings) if second else [],
+            inconclusive=inconclusive,
+            prefix_share=prefix_share([a.prompt for a in audits]) if audits else 1.0,
+        )
+    }
+
+
+def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
+    """Step 6: the dual-clean evaluation, with the settled-state filter."""
+    deps = deps_of(config)
+    fan, merged = state.fanout, state.merged
+    assert fan is not None and merged is not None
+    round_ = state.round
+    settled = SettledState(dict(state.settled))
+    kept = settled.filter(fan.hashes, merged.auditor)
+    # Settled means returned clean: an INCONCLUSIVE slice settles nothing.
+    clean = [a for a in state.audits if a.round == round_ and a.status == "ok"]
+    audited = {s.name for s in fan.sections for a in clean if s.start <= a.slice[1] and s.end >= a.slice[0]}
+    settled.update(fan.hashes, audited, kept, round_)
+    second: list[Finding] = merged.second
+    dual_clean = not blocking(kept) and not blocking(second) and not merged.inconclusive
+    share = merged.prefix_share
+    deps.events.emit(
+        "check",
+        round=round_,
+        check="dual-clean",
+        clean=dual_clean,
+        auditor=len(blocking(kept)),
+        second=len(blocking(second)),
+        inconclusive=merged.inconclusive,
+        prefix_share=round(share, 4),
+        findings=[f.model_dump(mode="json") for f in blocking(kept) + blocking(second)],
+    )
+    evaluation = Evaluation(
+        round=round_,
+        dual_clean=dual_clean,
+        auditor=kept,
+        second=second,
+        inconclusive=merged.inconclusive,
+        surface=[f for f in second if f.decision_shaped],
+        prefix_share=share,
+    )
+    history = RoundHistory(
+        round=round_,
+        dual_clean=dual_clean,
+        auditor_findings=len(blocking(kept)),
+        second_findings=len(blocking(second)),
+        skipped_slices=sum(fan.skip),
+        slices=len(fan.slices),
+        inconclusive=merged.inconclusive,
+        prefix_share=round(share, 4),
+    )
+    return {"evaluation": evaluation, "settled": settled.sections, "history": [history]}
+
+
+def wiring(evaluation: Evaluation) -> list[Finding]:
+    return [f for f in evaluation.auditor if f.rule == WIRING_ERROR]

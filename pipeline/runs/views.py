@@ -1,0 +1,113 @@
+"""Views of runs replayed from their event logs: ``status`` and ``runs`` consult nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.runs.events import EVENTS, read_events
+
+
+@dataclass(slots=True)
+class SpawnView:
+    round: int
+    role: str
+    slice: list[int] | None
+    status: str
+    cache_hits: int
+    calls: int
+    tokens: int
+    findings: int
+    skipped: bool = False
+
+
+@dataclass(slots=True)
+class RunView:
+    """A run as its events tell it."""
+
+    run_id: str
+    kind: str = "?"
+    directory: str = "?"
+    started: str = ""
+    state: str = "running"
+    round: int = 0
+    outcome: str | None = None
+    review_log_entry: int | None = None
+    spawns: dict[str, SpawnView] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    tokens: int = 0
+    cost: float = 0.0
+    cache_hits: int = 0
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "directory": self.directory,
+            "started": self.started,
+            "state": self.state,
+            "round": self.round,
+            "outcome": self.outcome,
+            "review_log_entry": self.review_log_entry,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost, 6),
+            "cache_hits": self.cache_hits,
+            "message": self.message,
+            "spawns": [asdict(s) for s in self.spawns.values()],
+            "checks": self.checks,
+        }
+
+
+def replay(run_id: str, events: list[dict[str, Any]]) -> RunView:
+    view = RunView(run_id)
+    for event in events:
+        kind = event.get("type")
+        if kind == "run_start":
+            view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
+            view.started = view.started or event.get("time", "")
+            view.state = "running"
+        elif kind == "round":
+            view.round = int(event.get("round", view.round))
+        elif kind == "spawn":
+            key = f"{event['round']}:{event['role']}:{event.get('slice')}"
+            view.spawns[key] = SpawnView(
+                event["round"],
+                event["role"],
+                event.get("slice"),
+                event["status"],
+                event.get("cache_hits", 0),
+                event.get("calls", 0),
+                event.get("tokens", 0),
+                event.get("findings", 0),
+            )
+            view.tokens += int(event.get("tokens", 0))
+            view.cost += float(event.get("cost_usd", 0) or 0)
+            view.cache_hits += int(event.get("cache_hits", 0))
+        elif kind == "slice_skipped":
+            key = f"{event['round']}:readability-auditor:{event.get('slice')}"
+            view.spawns[key] = SpawnView(
+                event["round"], "readability-auditor", event.get("slice"), "skipped", 0, 0, 0, 0, True
+            )
+        elif kind == "check":
+            view.checks.append({k: v for k, v in event.items() if k not in ("time", "pid", "type")})
+        elif kind == "paused":
+            view.state, view.message = "paused", event.get("message")
+        elif kind == "stopped":
+            view.state, view.message = "stopped", event.get("message")
+        elif kind == "review_log":
+            view.review_log_entry = event.get("entry")
+        elif kind == "outcome":
+            view.outcome, view.state = event.get("outcome"), "finished"
+    return view
+
+
+def list_runs(runs_dir: Path) -> list[RunView]:
+    if not runs_dir.is_dir():
+        return []
+    views = []
+    for child in sorted(runs_dir.iterdir()):
+        if (child / EVENTS).is_file():
+            views.append(replay(child.name, read_events(child)))
+    return sorted(views, key=lambda v: v.started)

@@ -1,0 +1,113 @@
+"""The package layout: dependencies point one way, no import cycles, modules stay small.
+
+Every import of every module counts, including those inside functions and under
+TYPE_CHECKING, so a lazy import cannot hide an upward dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pipeline"
+# Lower layers never import higher ones. The root modules (errors, settings) are the floor.
+LAYERS = ["", "formats", "checks", "offline", "agents", "runs", "graph", "cli"]
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports_of(path: Path, name: str) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    known = modules()
+    return {m for m in found if m in known and m != name}
+
+
+def layer(name: str) -> int:
+    parts = name.split(".")
+    sub = parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+    return LAYERS.index(sub)
+
+
+def graph() -> dict[str, set[str]]:
+    return {name: imports_of(path, name) for name, path in modules().items()}
+
+
+def test_the_layers_cover_every_subpackage() -> None:
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert subpackages == set(LAYERS) - {""}
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = [
+        f"{name} ({LAYERS[layer(name)] or 'root'}) imports {dep} ({LAYERS[layer(dep)] or 'root'})"
+        for name, deps in graph().items()
+        for dep in deps
+        if layer(dep) > layer(name)
+    ]
+    assert upward == []
+
+
+def test_there_are_no_import_cycles() -> None:
+    edges = graph()
+    # Package __init__ imports of their own children are not cycles of the code.
+    done: set[str] = set()
+    stack: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in stack:
+            cycle = [*stack[stack.index(name) :], name]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        stack.append(name)
+        for dep in sorted(edges.get(name, ())):
+            if dep.startswith(name + "."):
+                continue
+            visit(dep)
+        stack.pop()
+        done.add(name)
+
+    for name in sorted(edges):
+        visit(name)
+
+
+def test_modules_stay_under_the_line_cap() -> None:
+    long = {name: n for name, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_the_checker_sees_lazy_and_upward_imports(tmp_path: Path) -> None:
+    """The test itself can fail: a function-level upward import is reported."""
+    src = tmp_path / "mod.py"
+    src.write_text("def f():\n    from pipeline.graph.build import build_graph\n    return build_graph\n")
+    found = imports_of(src, "pipeline.formats.mod")
+    assert "pipeline.graph.build" in found
+    assert layer("pipeline.graph.build") > layer("pipeline.formats.mod")
