@@ -14,6 +14,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     GATE_PAUSED = 3
     BUDGET = 4
+    INCONCLUSIVE = 5
     INTERNAL = 70
 
 

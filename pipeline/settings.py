@@ -105,7 +105,7 @@ def default_runs_dir(root: Path) -> Path:
 
 
 def repo_root(start: Path | None = None) -> Path:
-    """The nearest ancestor holding ``.git``, else the current directory (formats.md §1)."""
+    """The nearest ancestor holding ``.git``, else the current directory (docs/formats.md §1)."""
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / ".git").exists():

@@ -34,7 +34,8 @@ def test_roles_lists_tools_log_access_and_models(cli: Any, monkeypatch: Any) -> 
 def test_review_runs_one_role_with_round_one_params(tmp_path: Path, cli: Any) -> None:
     d = make_repo(tmp_path)
     runs = str(tmp_path / "runs")
-    result = cli(["review", "readability-auditor", str(d.root), "--runs-dir", runs, "--json"])
+    keep = "--keep-params"  # the params files are removed after a review unless asked to stay
+    result = cli(["review", "readability-auditor", str(d.root), "--runs-dir", runs, "--json", keep])
     assert result.code == 0, result.err
     data = json.loads(result.out)
     assert data["role"] == "readability-auditor" and data["results"][0]["status"] == "ok"
@@ -42,7 +43,17 @@ def test_review_runs_one_role_with_round_one_params(tmp_path: Path, cli: Any) ->
     assert params["slice"] == [1, len(d.design.read_text().splitlines())] and params["round"] == 1
     sliced = json.loads(
         cli(
-            ["review", "readability-auditor", str(d.root), "--slice", "20-40", "--runs-dir", runs, "--json"]
+            [
+                "review",
+                "readability-auditor",
+                str(d.root),
+                "--slice",
+                "20-40",
+                "--runs-dir",
+                runs,
+                "--json",
+                keep,
+            ]
         ).out
     )
     assert json.loads(Path(sliced["results"][0]["params_path"]).read_text())["slice"] == [20, 40]

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from agentkit import chat_completion, make_repo, send_json
 from graphkit import long_design
 
+from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition
 from pipeline.formats.stamp import has_stamp
@@ -107,7 +108,8 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     common = ["--runs-dir", str(runs), "--json"]
-    slices = partition(DOC.splitlines(), 200, 6)
+    # The stamp lands on line 1 as soon as the author has written: the auditors read it too.
+    slices = partition(["<!-- workflow-sha: stamp -->", *DOC.splitlines()], 200, 6)
     assert len(slices) == 3
     Script.log, Script.phase, Script.blocked_slice = [], "first", slices[2][0]
     Script.release.clear()
@@ -232,9 +234,15 @@ def test_api_keys_never_reach_logs_run_records_or_the_review_log(tmp_path: Path)
         )
     finally:
         server.shutdown()
-    assert done.returncode == 1, done.stderr
+    # The author never got an answer: no draft, no review, and the run says so.
+    assert done.returncode == ExitCode.INCONCLUSIVE, done.stderr
     result = json.loads(done.stdout)
-    assert result["outcome"] == "BLOCKER REMAINS"
+    assert result["outcome"] == "INCONCLUSIVE"
+    log = d.mutations.read_text()
+    assert "inconclusive: design-author returned no valid output twice in round 1" in log
+    assert "status_code: 400" in log and "the author wrote no draft" in log
+    assert "**Mechanical checks** (target=design): SKIPPED" in log
+    assert "**Cold-read** (scope: whole-doc): SKIPPED" in log
     events = [e for p in runs.glob("*/events.jsonl") for e in p.read_text().splitlines()]
     assert any("invalid_request_error" in e or "400" in e for e in events)  # the error itself is kept
     written = [done.stdout, done.stderr, d.mutations.read_text()]

@@ -146,7 +146,12 @@ def test_later_rounds_fix_flagged_passages(tmp_path: Path) -> None:
             "quote": "leverages",
             "message": "m",
         },
-        {"severity": "blocker", "rule": "dsc-parenthetical-aside", "section": "Request flow", "message": "m"},
+        {
+            "severity": "blocker",
+            "rule": "dsc-parenthetical-aside",
+            "section": "Buckets per tenant and route",
+            "message": "m",
+        },
         {
             "severity": "blocker",
             "rule": "dsc-section-shape",
@@ -154,7 +159,12 @@ def test_later_rounds_fix_flagged_passages(tmp_path: Path) -> None:
             "message": "m",
         },
         {"severity": "should-fix", "rule": "abs-missing-record", "section": "D2", "message": "m"},
-        {"severity": "should-fix", "rule": "cr-tldr-mismatch", "section": "Request flow", "message": "m"},
+        {
+            "severity": "should-fix",
+            "rule": "cr-tldr-mismatch",
+            "section": "Buckets per tenant and route",
+            "message": "m",
+        },
     ]
     result = _author_round(d, d.design, flagged)
     assert result.status == "ok" and "fixed 5" in result.output.summary and "left 1" in result.output.summary

@@ -25,7 +25,7 @@ def test_example_tracks_parse() -> None:
         (3, "Episode 2: Local fallback replaces plain fail-open")
     ]
     refs = [(r.file, r.section) for r in tracks[1].refs]
-    assert refs == [("design.md", "Request flow"), ("design.md", "When Redis is unreachable")]
+    assert refs == [("design.md", "Buckets per tenant and route"), ("design.md", "When Redis is unreachable")]
 
 
 def test_several_refs_on_one_line_and_fenced_refs_ignored(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_design_structure_of_example() -> None:
     doc = load_design(Path(__file__).parent / "corpus" / "base" / "design.md")
     assert doc.title == (1, "Per-tenant request rate limiting")
     assert [s.name for s in doc.body_sections()] == [
-        "Request flow",
+        "Buckets per tenant and route",
         "Bucket state in Redis",
         "When Redis is unreachable",
     ]

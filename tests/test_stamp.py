@@ -10,6 +10,7 @@ from pipeline.errors import StampViolation
 from pipeline.formats.stamp import (
     WorkflowSha,
     assert_line1_preserved,
+    definitions_digest,
     has_stamp,
     line1_preserved,
     prepend_stamp,
@@ -35,31 +36,60 @@ def test_presence(tmp_path: Path) -> None:
     assert not has_stamp(write(tmp_path / "b.md", "# T\n" + STAMP + "\n"))
 
 
-def test_sha_from_workflow_commit_then_head(tmp_path: Path) -> None:
+def test_sha_is_the_last_commit_touching_the_users_overrides(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
-    write(tmp_path / "agents" / "a.md", "a")
+    write(tmp_path / ".designloop" / "agents" / "a.md", "a")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "agents")
     agents_sha = git(tmp_path, "rev-parse", "HEAD")
     write(tmp_path / "other.txt", "b")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "other")
-    sha = WorkflowSha(tmp_path, [Path("agents")])
+    sha = WorkflowSha(tmp_path, [Path(".designloop/agents")], [("agents/a.md", b"a")])
     assert sha.get() == agents_sha and sha.get() == agents_sha and sha.computations == 1
-    assert WorkflowSha(tmp_path, [Path("prompts")]).get() == git(tmp_path, "rev-parse", "HEAD")
 
 
-def test_sha_outside_git_hashes_the_files(tmp_path: Path) -> None:
-    write(tmp_path / "agents" / "b.md", "B")
-    write(tmp_path / "agents" / "a.md", "A")
-    import hashlib
+def test_without_overrides_the_sha_is_a_digest_that_ignores_unrelated_commits(tmp_path: Path) -> None:
+    definitions = [("agents/a.md", b"A"), ("prompts/p.md", b"P")]
+    git(tmp_path, "init", "-q")
+    write(tmp_path / "x.txt", "1")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "one")
+    first = WorkflowSha(tmp_path, [], definitions).get()
+    write(tmp_path / "x.txt", "2")
+    git(tmp_path, "commit", "-qam", "two")
+    assert WorkflowSha(tmp_path, [], list(reversed(definitions))).get() == first
+    assert first != git(tmp_path, "rev-parse", "HEAD") and len(first) == 40
+    assert WorkflowSha(tmp_path, [], [("agents/a.md", b"A2"), ("prompts/p.md", b"P")]).get() != first
 
-    assert WorkflowSha(tmp_path, [Path("agents")]).get() == hashlib.sha1(b"AB").hexdigest()
+
+def test_uncommitted_overrides_fall_back_to_the_digest(tmp_path: Path) -> None:
+    write(tmp_path / ".designloop" / "prompts" / "p.md", "P")
+    definitions = [("prompts/p.md", b"P")]
+    assert WorkflowSha(tmp_path, [Path(".designloop/prompts")], definitions).get() == definitions_digest(
+        definitions
+    )
+
+
+def test_the_effective_definitions_count_shipped_files_and_overrides(tmp_path: Path) -> None:
+    from pipeline.agents.roles import workflow_definitions, workflow_overrides
+
+    shipped = dict(workflow_definitions(tmp_path))
+    assert {"agents/design-author.md", "prompts/house-style.md", "params/rules.toml"} <= set(shipped)
+    assert workflow_overrides(tmp_path) == []
+    write(tmp_path / ".designloop" / "prompts" / "house-style.md", "# mine\n")
+    overridden = dict(workflow_definitions(tmp_path))
+    assert overridden["prompts/house-style.md"] == b"# mine\n"
+    assert workflow_overrides(tmp_path) == [Path(".designloop/prompts")]
+    write(tmp_path / "designloop.toml", '[models.tiers]\nstrong = "openai:gpt-5"\n')
+    assert definitions_digest(workflow_definitions(tmp_path)) == definitions_digest(list(overridden.items()))
+    write(tmp_path / "designloop.toml", "[loop]\niteration_budget = 5\n")
+    assert definitions_digest(workflow_definitions(tmp_path)) != definitions_digest(list(overridden.items()))
 
 
 def test_prepend_is_idempotent(tmp_path: Path) -> None:
     path = write(tmp_path / "design.md", "# T\r\n\r\nx\r\n")
-    sha = WorkflowSha(tmp_path, [Path("agents")])
+    sha = WorkflowSha(tmp_path, [], [("agents/a.md", b"a")])
     assert prepend_stamp(path, sha)
     first = path.read_bytes()
     assert first.startswith(b"<!-- workflow-sha: ") and first.endswith(b"# T\r\n\r\nx\r\n")

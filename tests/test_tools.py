@@ -109,7 +109,9 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     repo.design.write_text(text + "\n## Appendix\n\n**TL;DR:** More.\n\nSecret appendix sentence.\n")
     roles = load_roles(repo.repo_root)
     section = next(
-        n for n, line in enumerate(repo.design.read_text().splitlines(), 1) if line == "## Request flow"
+        n
+        for n, line in enumerate(repo.design.read_text().splitlines(), 1)
+        if line == "## Buckets per tenant and route"
     )
     params = SpawnParams(
         run_id="v",

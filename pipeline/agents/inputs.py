@@ -19,6 +19,9 @@ from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.textio import read_text, split_lines
 from pipeline.settings import Limits
 
+NONE = "(none)"
+"""What a params file says for an input that does not exist (the seed's comprehension inputs)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RoundInputs:
@@ -39,7 +42,7 @@ class RoundInputs:
 
 @dataclass(frozen=True, slots=True)
 class AuditSlice:
-    """One auditor's slice and the partition's metadata (formats.md §8)."""
+    """One auditor's slice and the partition's metadata (docs/formats.md §8)."""
 
     slice: Slice
     slice_count: int
@@ -63,6 +66,11 @@ def _author(role: str, inputs: RoundInputs) -> dict[str, object]:
         params |= {"design_path": inputs.rel(d.design), "episodes_path": inputs.rel(d.plan_dir)}
     else:
         params["research_log_path"] = inputs.rel(d.research_log)
+        # The plan may already point at sections by name; the author keeps those names.
+        if d.plan.is_file():
+            params["plan_path"] = inputs.rel(d.plan)
+        if d.plan_dir.is_dir():
+            params["plan_dir"] = inputs.rel(d.plan_dir)
     if inputs.round > 1 and inputs.flagged and inputs.draft.is_file():
         params["flagged_passages"] = list(inputs.flagged)
     return params
@@ -85,13 +93,16 @@ def _second_check(role: str, inputs: RoundInputs) -> dict[str, object]:
 
 def _comprehension(role: str, inputs: RoundInputs) -> dict[str, object]:
     d = inputs.design
+    phase1 = inputs.kind == PHASE1
     params: dict[str, object] = {
         "design_path": inputs.rel(inputs.draft),
+        "design_mechanics_path": inputs.rel(d.mechanics) if phase1 and d.mechanics.is_file() else NONE,
         "scope": "whole-doc",
         "mutation_kind": inputs.kind,
+        # Phase 4 passes no plan: its references point at design.md, not the final artifact.
+        "plan_path": inputs.rel(d.plan) if phase1 and d.plan.is_file() else NONE,
+        "plan_dir": inputs.rel(d.plan_dir) if phase1 and d.plan_dir.is_dir() else NONE,
     }
-    if inputs.kind == PHASE1 and d.mechanics.is_file():
-        params["design_mechanics_path"] = inputs.rel(d.mechanics)
     if inputs.kind == PHASE4:
         output = review_output_path(d.reviews, inputs.run_id, inputs.round, role)
         params["output_path"] = inputs.rel(output)

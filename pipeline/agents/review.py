@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,23 +35,34 @@ async def review_once(
     draft: Path | None = None,
     slice_: Slice | None = None,
     run_id: str | None = None,
+    keep_params: bool = True,
 ) -> ReviewRun:
+    """Run ``role`` once. Without ``keep_params`` the params files (and a phase-4 review file)
+    are removed afterwards, so the design directory is left as it was; the adversarial
+    review's gate entry in the research log is its product and stays."""
     if role not in runtime.roles:
         raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(runtime.roles))}")
     run_id = run_id or "review-" + uuid.uuid4().hex[:8]
     params = round1_spawns(role, d, run_id, limits, draft, slice_)
-    results, texts = [], []
-    for index, item in enumerate(params):
-        spawn, result = await runtime.spawn(item, d, index if len(params) > 1 else None)
-        results.append(result)
-        texts.append(spawn.full_text)
-    entry = None
-    review = results[0].review
-    if role == "adversarial-review" and review is not None:
-        entry = append_gate_entry(d.research_log, dt.date.today(), review)
-    output = params[0].output_path
-    if role == "comprehension-review" and output and review is not None:
-        write_review_file(d.abs(output), review)
+    reviews_existed = d.reviews.exists()
+    try:
+        results, texts = [], []
+        for index, item in enumerate(params):
+            spawn, result = await runtime.spawn(item, d, index if len(params) > 1 else None)
+            results.append(result)
+            texts.append(spawn.full_text)
+        entry = None
+        review = results[0].review
+        if role == "adversarial-review" and review is not None:
+            entry = append_gate_entry(d.research_log, dt.date.today(), review)
+        output = params[0].output_path
+        if role == "comprehension-review" and output and review is not None and keep_params:
+            write_review_file(d.abs(output), review)
+    finally:
+        if not keep_params:
+            shutil.rmtree(d.reviews / run_id, ignore_errors=True)
+            if not reviews_existed and d.reviews.is_dir() and not any(d.reviews.iterdir()):
+                d.reviews.rmdir()
     return ReviewRun(results, prefix_share(texts), entry)
 
 

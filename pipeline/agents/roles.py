@@ -6,6 +6,7 @@ A user overrides any definition or prompt by placing a file of the same name und
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -14,7 +15,7 @@ import yaml
 
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
-from pipeline.settings import data_dir
+from pipeline.settings import USER_PARAMS, data_dir, load_toml
 
 TOOLS = ("Read", "Grep", "Glob", "Write", "Edit", "Bash", "PSI")
 WRITE_TOOLS = frozenset({"Write", "Edit"})
@@ -159,6 +160,28 @@ def instructions_for(role: RoleDef, repo_root: Path | None = None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def workflow_paths(repo_root: Path | None = None) -> list[Path]:
-    """The files that define the workflow, for the stamp's SHA (formats.md §2)."""
-    return [*_dirs("agents", repo_root), *_dirs("prompts", repo_root)]
+def workflow_overrides(repo_root: Path) -> list[Path]:
+    """The user's own workflow overrides that exist (.designloop/agents, .designloop/prompts)."""
+    return [
+        d.relative_to(repo_root)
+        for d in (repo_root / OVERRIDE_DIR / "agents", repo_root / OVERRIDE_DIR / "prompts")
+        if d.is_dir() and any(p.is_file() for p in d.glob("*.md"))
+    ]
+
+
+def workflow_definitions(repo_root: Path | None = None) -> list[tuple[str, bytes]]:
+    """The effective definitions a run uses, for the stamp's digest (docs/formats.md §2):
+    every agent and prompt file after overrides, the shipped params files, and the user's
+    loop settings (their designloop.toml without the model choice, which is not the workflow)."""
+    found: dict[str, bytes] = {}
+    for kind in ("agents", "prompts"):
+        for directory in reversed(_dirs(kind, repo_root)):  # shipped first, overrides win
+            for path in sorted(directory.glob("*.md")):
+                found[f"{kind}/{path.name}"] = path.read_bytes()
+    for path in sorted(data_dir("params").glob("*.toml")):
+        found[f"params/{path.name}"] = path.read_bytes()
+    if repo_root is not None and (repo_root / USER_PARAMS).is_file():
+        user = {k: v for k, v in load_toml(repo_root / USER_PARAMS).items() if k != "models"}
+        if user:
+            found[f"user/{USER_PARAMS}"] = json.dumps(user, sort_keys=True, default=str).encode()
+    return sorted(found.items())

@@ -333,8 +333,11 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
 
 
 def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
-    """Look up code by name. kind: definition, signature, references, or file (a path suffix)."""
+    """Look up code by name. kind: definition, signature, references, file (a path suffix), or
+    sources (which source files PSI reads under the code root; query is ignored)."""
     index = ctx.deps.index()
+    if kind == "sources":
+        return f"{index.describe_sources()} under {ctx.deps.rel(index.root_under)}"
     if kind == "file":
         files = index.find_files(query)
         return "\n".join(files) if files else f"no file matches {query}"
@@ -346,7 +349,8 @@ def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> s
         )
     symbols = index.definitions(query)
     if not symbols:
-        return f"no definition of {query}"
+        unread = "" if index.sources else f" ({index.describe_sources()} under the code root)"
+        return f"no definition of {query}{unread}"
     if kind == "signature":
         return "\n".join(f"{s.file}:{s.line}: {s.signature}" for s in symbols)
     return "\n".join(f"{s.kind} {s.qualified} at {s.file}:{s.line}" for s in symbols)

@@ -1,4 +1,4 @@
-"""The mechanical checks of formats.md §6: load the documents, run one function per rule in
+"""The mechanical checks of docs/formats.md §6: load the documents, run one function per rule in
 params/rules.toml, return the findings in a stable order."""
 
 from __future__ import annotations

@@ -116,9 +116,15 @@ def review(
     budget: BudgetOpt = None,
     max_cost: CostOpt = None,
     runs_dir: RunsOpt = None,
+    keep_params: Annotated[
+        bool, typer.Option("--keep-params", help="keep the params files under _workflow/reviews/")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run one role once on a design directory with its round-1 params and print its typed output.
+
+    The design directory is left as it was (params files are removed afterwards) unless
+    --keep-params is given; the adversarial review appends its dated gate entry.
 
     Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
     """
@@ -132,7 +138,11 @@ def review(
         d.repo_root, SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir)
     )
     target = (resolve(draft) or draft).resolve() if draft else None
-    run = asyncio.run(review_once(session.runtime, role, d, session.limits, target, _parse_slice(slice_)))
+    run = asyncio.run(
+        review_once(
+            session.runtime, role, d, session.limits, target, _parse_slice(slice_), keep_params=keep_params
+        )
+    )
     total = session.runtime.ledger.total()
     failed = any(r.status != "ok" for r in run.results)
     findings = [f for r in run.results if r.review for f in r.review.findings]

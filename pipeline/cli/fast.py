@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def resolve(path: Path | None) -> Path | None:
-    """Paths may be relative to the repository root or absolute (formats.md §1)."""
+    """Paths may be relative to the repository root or absolute (docs/formats.md §1)."""
     if path is None or path.is_absolute() or path.exists():
         return path
     from pipeline.settings import repo_root
@@ -44,7 +44,8 @@ def check_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="designloop check",
         description=(
-            "Run the mechanical checks of formats.md §6. Exit 0 no blocker, 1 any blocker, 2 could not check."
+            "Run the mechanical checks of docs/formats.md §6. "
+            "Exit 0 no blocker, 1 any blocker, 2 could not check."
         ),
     )
     p.add_argument(

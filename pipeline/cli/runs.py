@@ -14,9 +14,31 @@ from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, 
 from pipeline.errors import ExitCode
 
 if TYPE_CHECKING:
+    from pipeline.runs.records import FailOn
     from pipeline.runs.setup import OpenRun
 
 NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
+FailOnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="blocker (default): only BLOCKER REMAINS exits 1; should-fix: SHOULD-FIX REMAINS exits 1 too",
+    ),
+]
+
+
+def _fail_on(value: str | None) -> FailOn | None:
+    from pipeline.errors import InputError
+
+    if value is None:
+        return None
+    if value == "blocker":
+        return "blocker"
+    if value == "should-fix":
+        return "should-fix"
+    raise InputError(f"--fail-on {value!r} is not blocker or should-fix", hint="e.g. --fail-on should-fix")
+
+
 CodeRootOpt = Annotated[
     Path | None, typer.Option("--code-root", help="where the code the design describes lives")
 ]
@@ -50,15 +72,21 @@ def _present(run_dir: Path, result: Any) -> None:
 
     console = Console()
     summary = run_dir / "summary.md"
-    if result.exit_code in (ExitCode.OK, ExitCode.FINDINGS) and summary.is_file():
+    outcome = result.to_json()["outcome"]
+    if result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE) and summary.is_file():
         console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False)
+    if outcome == "SHOULD-FIX REMAINS" and result.exit_code == ExitCode.OK:
+        console.print(
+            "[yellow]warning:[/yellow] should-fix findings remain as debt (see the review log); "
+            "--fail-on should-fix makes this exit 1"
+        )
     if result.paused:
         console.print(f"[yellow]paused at the S3 gate:[/yellow] {result.message}")
         console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
     elif result.exit_code == ExitCode.BUDGET:
         console.print(f"[yellow]stopped:[/yellow] {result.message}")
         console.print(f"resume with: designloop resume {result.run_id} --budget <more tokens>")
-    console.print(f"run {result.run_id}: {result.to_json()['outcome']}")
+    console.print(f"run {result.run_id}: {outcome}")
 
 
 def _start(
@@ -72,16 +100,23 @@ def _start(
     runs_dir: Path | None,
     no_warmup: bool,
     code_root: Path | None,
+    fail_on: str | None,
     as_json: bool,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
     from pipeline.runs.setup import prepare_run
 
+    failing = _fail_on(fail_on) or "blocker"
     options = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, _runs_dir(runs_dir))
     root = resolve(code_root) if code_root else None
     run = prepare_run(
-        kind, resolve(directory) or directory, options, not no_warmup, root.resolve() if root else None
+        kind,
+        resolve(directory) or directory,
+        options,
+        not no_warmup,
+        root.resolve() if root else None,
+        failing,
     )
     if not as_json:
         typer.echo(f"run {run.run_id}", err=True)
@@ -99,6 +134,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         runs_dir: RunsOpt = None,
         no_warmup: NoWarmupOpt = False,
         code_root: CodeRootOpt = None,
+        fail_on: FailOnOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         _start(
@@ -112,6 +148,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             runs_dir,
             no_warmup,
             code_root,
+            fail_on,
             as_json,
         )
 
@@ -124,7 +161,9 @@ _register(
     "phase1-creation",
     """phase1-creation: write _workflow/design.md from the research log and the code, and review it.
 
-    Exit 0 PASS, 1 findings remain, 2 bad input, 3 paused at the adversarial gate, 4 budget reached.
+    Exit 0 PASS (or SHOULD-FIX REMAINS, a warning), 1 BLOCKER REMAINS (or SHOULD-FIX REMAINS with
+    --fail-on should-fix), 2 bad input, 3 paused at the adversarial gate, 4 budget reached,
+    5 INCONCLUSIVE (a required review never happened).
     """,
 )
 _register(
@@ -132,7 +171,8 @@ _register(
     "phase4-creation",
     """phase4-creation: write design-final.md from the frozen design, the track episodes and the code.
 
-    Exit 0 PASS, 1 findings remain, 2 bad input, 4 budget reached.
+    Exit 0 PASS (or SHOULD-FIX REMAINS, a warning), 1 BLOCKER REMAINS or DECISION NEEDED (or
+    SHOULD-FIX REMAINS with --fail-on should-fix), 2 bad input, 4 budget reached, 5 INCONCLUSIVE.
     """,
 )
 
@@ -143,12 +183,14 @@ def resume(
     budget: BudgetOpt = None,
     max_cost: CostOpt = None,
     runs_dir: RunsOpt = None,
+    fail_on: FailOnOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     from pipeline.runs.setup import load_run, run_dir_for
 
-    _execute(load_run(run_dir_for(_runs_dir(runs_dir), run_id), budget, max_cost), True, as_json)
+    failing = _fail_on(fail_on)
+    _execute(load_run(run_dir_for(_runs_dir(runs_dir), run_id), budget, max_cost, failing), True, as_json)
 
 
 @app.command()

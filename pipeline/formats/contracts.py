@@ -1,4 +1,4 @@
-"""Typed role outputs (formats.md §9), validated with pydantic."""
+"""Typed role outputs (docs/formats.md §9), validated with pydantic."""
 
 from __future__ import annotations
 

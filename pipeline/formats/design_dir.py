@@ -1,4 +1,4 @@
-"""A design directory's paths (formats.md §1), resolved once."""
+"""A design directory's paths (docs/formats.md §1), resolved once."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
         raise InputError(
             "no _workflow/ directory here",
             file=path,
-            hint="a design directory holds _workflow/research-log.md (formats.md §1)",
+            hint="a design directory holds _workflow/research-log.md (docs/formats.md §1)",
         )
     repo = find_repo_root(root)
     if code_root is None and (root / DIR_PARAMS).is_file():

@@ -1,7 +1,7 @@
 """The one Finding: from a role's typed output and the mechanical checks, through the settled
 state and the evaluation, to the review log, ``--json``, SARIF and the live view.
 
-The fields a role returns are the review output contract (formats.md §9). ``file``,
+The fields a role returns are the review output contract (docs/formats.md §9). ``file``,
 ``auto_applicable``, ``fix`` and ``role`` are filled in by the orchestrator and never shown to
 a model: they are left out of the JSON schema a model is given.
 """

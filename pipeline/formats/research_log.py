@@ -1,4 +1,4 @@
-"""The research log: its Decision Log entries and its adversarial gate record (formats.md §3-4)."""
+"""The research log: its Decision Log entries and its adversarial gate record (docs/formats.md §3-4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Writes to the research log: dated gate entries and surfaced decisions (formats.md §4).
+"""Writes to the research log: dated gate entries and surfaced decisions (docs/formats.md §4).
 
 Every write re-reads the log, refuses one that does not parse, inserts at the end of the
 right ``##`` section (found from the parsed structure, so a heading inside a code fence is

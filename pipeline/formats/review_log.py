@@ -1,4 +1,4 @@
-"""The append-only review log, design-mutations.md (formats.md §7).
+"""The append-only review log, design-mutations.md (docs/formats.md §7).
 
 Appends happen under a file lock, read the log afresh to number the entry, and replace
 the file atomically, so two processes appending at once get two well-formed entries with
@@ -39,7 +39,7 @@ class LogEntry:
 
 @dataclass(slots=True)
 class MutationEntry:
-    """One entry to append, rendered per formats.md §7."""
+    """One entry to append, rendered per docs/formats.md §7."""
 
     kind: str
     target_file: str

@@ -1,4 +1,4 @@
-"""The deterministic slice partition of formats.md §8, its self-check and the whole-doc guard.
+"""The deterministic slice partition of docs/formats.md §8, its self-check and the whole-doc guard.
 
 Pure functions of the design's lines and three numbers, so two runs on the same document
 always fan out the same way.

@@ -1,4 +1,4 @@
-"""The line-1 workflow-sha stamp (formats.md §2): presence, the SHA, the idempotent prepend."""
+"""The line-1 workflow-sha stamp (docs/formats.md §2): presence, the SHA, the idempotent prepend."""
 
 from __future__ import annotations
 
@@ -50,11 +50,21 @@ def _git(args: Sequence[str], cwd: Path) -> str | None:
 
 
 class WorkflowSha:
-    """Computes the workflow SHA at most once per invocation (one instance per run)."""
+    """The workflow SHA (docs/formats.md §2), computed at most once per invocation.
 
-    def __init__(self, repo_root: Path, workflow_paths: Sequence[Path]) -> None:
+    When the user keeps overrides of the workflow (``overrides``: their agent and prompt
+    directories) in git, it is the last commit touching them. Otherwise it is the SHA-1 of
+    the effective definitions (``definitions``: name and bytes of every agent, prompt and
+    params file the run uses), so it changes only when the workflow does, never with an
+    unrelated commit.
+    """
+
+    def __init__(
+        self, repo_root: Path, overrides: Sequence[Path], definitions: Sequence[tuple[str, bytes]]
+    ) -> None:
         self.repo_root = repo_root
-        self.workflow_paths = list(workflow_paths)
+        self.overrides = list(overrides)
+        self.definitions = list(definitions)
         self._value: str | None = None
         self.computations = 0
 
@@ -65,24 +75,20 @@ class WorkflowSha:
         return self._value
 
     def _compute(self) -> str:
-        rels = [str(p) for p in self.workflow_paths]
-        sha = _git(["log", "-1", "--format=%H", "HEAD", "--", *rels], self.repo_root)
-        if sha and SHA_RE.match(sha):
-            return sha
-        head = _git(["rev-parse", "HEAD"], self.repo_root)
-        if head and SHA_RE.match(head):
-            return head
-        digest = hashlib.sha1()
-        files: list[Path] = []
-        for root in self.workflow_paths:
-            full = root if root.is_absolute() else self.repo_root / root
-            if full.is_file():
-                files.append(full)
-            elif full.is_dir():
-                files.extend(p for p in full.rglob("*") if p.is_file())
-        for file in sorted(files, key=lambda p: p.as_posix()):
-            digest.update(file.read_bytes())
-        return digest.hexdigest()
+        if self.overrides:
+            rels = [str(p) for p in self.overrides]
+            sha = _git(["log", "-1", "--format=%H", "HEAD", "--", *rels], self.repo_root)
+            if sha and SHA_RE.match(sha):
+                return sha
+        return definitions_digest(self.definitions)
+
+
+def definitions_digest(definitions: Sequence[tuple[str, bytes]]) -> str:
+    """A stable 40-hex digest of named definitions, independent of their order."""
+    digest = hashlib.sha1()
+    for name, data in sorted(definitions):
+        digest.update(name.encode() + b"\x00" + str(len(data)).encode() + b"\x00" + data)
+    return digest.hexdigest()
 
 
 def prepend_stamp(path: Path, sha: WorkflowSha) -> bool:

@@ -1,5 +1,5 @@
-"""Step 1 (the author writes the draft) and the two ways back to it in Step 6: the
-mechanical-first re-spawn and the next round."""
+"""Step 1 (the author writes the draft, the stamp lands on it) and the two ways back to the
+author in Step 6: the mechanical-first re-spawn and the next round."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 from langchain_core.runnables import RunnableConfig
 
 from pipeline.agents.inputs import RoundInputs, params_for
-from pipeline.formats.findings import blocking
+from pipeline.formats.findings import blocking, merge
 from pipeline.formats.kinds import PHASE1
+from pipeline.formats.stamp import has_stamp, prepend_stamp
 from pipeline.graph.deps import deps_of
-from pipeline.graph.state import AuthorTurn, RunState, Update
+from pipeline.graph.state import AuthorTurn, Inconclusive, RunState, Update
 
 INLINE_DRAFT_CHARS = 1500
 
@@ -61,7 +62,7 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
             f"round {round_}: the author's output was INCONCLUSIVE ({result.error}); "
             "the run used the draft on disk"
         )
-    return {
+    update: Update = {
         "author": AuthorTurn(
             round=round_, draft_ok=draft_ok, status=result.status, summary=summary[:500], error=result.error
         ),
@@ -69,20 +70,39 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
         "usage": [usage],
         "notes": notes,
     }
+    if result.status != "ok":
+        update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
+    return update
+
+
+def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
+    """Step 1's stamp, as soon as the seeded write lands: phase 1 only, idempotent (line 1 is
+    checked first), so it is written once and kept across rounds and re-runs. Phase 4
+    artifacts are never stamped."""
+    deps = deps_of(config)
+    path = deps.abs(state.draft)
+    if state.kind != PHASE1 or state.author is None or not state.author.draft_ok:
+        return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
+    wrote = prepend_stamp(path, deps.workflow_sha)
+    if wrote:
+        deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=deps.workflow_sha.get())
+    return {"stamped": True}
 
 
 def step6_mechanical_first(state: RunState, config: RunnableConfig) -> Update:
-    """Step 6.2: a mechanical-first (or no-draft) re-spawn of the author; it consumes a round."""
-    return {
-        "round": state.round + 1,
-        "flagged": [f for f in state.mechanical if f.severity == "blocker"],
-    }
+    """Step 6.2: a mechanical-first (or no-draft) re-spawn of the author; it consumes a round.
+    Every mechanical blocker and should-fix goes to the author."""
+    return {"round": state.round + 1, "flagged": blocking(state.mechanical)}
 
 
 def step6_next_round(state: RunState, config: RunnableConfig) -> Update:
-    """Step 6: the loop continues; this round's findings become the author's flagged passages."""
-    flagged = state.evaluation.blocking if state.evaluation else []
+    """Step 6: the loop continues; every blocker and should-fix of this round (mechanical,
+    auditor, second check, comprehension gate) becomes the author's flagged passages."""
+    flagged = blocking(state.mechanical)
+    evaluation = state.this_round_evaluation()
+    if evaluation is not None:
+        flagged += evaluation.blocking
     comprehension = state.this_round_comprehension()
     if comprehension is not None:
         flagged += blocking(comprehension.findings)
-    return {"round": state.round + 1, "flagged": flagged}
+    return {"round": state.round + 1, "flagged": merge(flagged)}

@@ -2,13 +2,13 @@
 
 Node names are the seed's steps:
 
-step1_seed_scope -> step1_author -> step3_mechanical_checks
+step1_seed_scope -> step1_author -> step1_stamp -> step3_mechanical_checks
   -> blocker or no draft: step6_mechanical_first (a round) -> step1_author
   -> step4_plan_fanout -> [step4_audit_slice x n, step4_second_check] -> step5_merge -> step6_evaluate
   -> dual-clean: step4_s3_gate (phase 1) -> step4_comprehension_gate
      not clean, budget left: step6_next_round -> step1_author
-     decision-shaped: step4_surface_decision -> step6_next_round
-  -> step6_outcome -> step7_review_log -> step1_stamp -> step9_present
+     decision-shaped: phase 1 step4_surface_decision -> step6_next_round; phase 4 step6_outcome
+  -> step6_outcome -> step7_review_log -> step9_present
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def after_evaluate(state: RunState) -> AfterEvaluate:
     ev = state.evaluation
     assert ev is not None
     if ev.surface:
-        return "step4_surface_decision"
+        # Phase 4 never writes the frozen research log: the gap needs a phase-0 decision.
+        return "step4_surface_decision" if state.kind == PHASE1 else "step6_outcome"
     if ev.dual_clean:
         return "step4_s3_gate" if state.kind == PHASE1 else "step4_comprehension_gate"
     return "step6_next_round" if state.budget_left() else "step6_outcome"
@@ -60,9 +61,11 @@ def after_comprehension(state: RunState) -> AfterComprehension:
     comprehension = state.comprehension
     assert comprehension is not None
     if any(f.decision_shaped for f in comprehension.findings):
-        return "step4_surface_decision"
+        return "step4_surface_decision" if state.kind == PHASE1 else "step6_outcome"
     if comprehension.status == "ok" and not any(f.blocking for f in comprehension.findings):
-        return "step6_outcome"
+        # Mechanical should-fix findings still go to the author while the budget lasts.
+        pending = any(f.blocking for f in state.mechanical)
+        return "step6_next_round" if pending and state.budget_left() else "step6_outcome"
     if comprehension.status == "ok" and state.budget_left():
         return "step6_next_round"
     return "step6_outcome"
@@ -106,6 +109,7 @@ def node(fn: N) -> N:
 NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
     "step1_seed_scope": author.step1_seed_scope,
     "step1_author": author.step1_author,
+    "step1_stamp": author.step1_stamp,
     "step3_mechanical_checks": review.step3_mechanical_checks,
     "step6_mechanical_first": author.step6_mechanical_first,
     "step4_plan_fanout": review.step4_plan_fanout,
@@ -119,7 +123,6 @@ NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
     "step4_surface_decision": gate.step4_surface_decision,
     "step6_outcome": wrapup.step6_outcome,
     "step7_review_log": wrapup.step7_review_log,
-    "step1_stamp": wrapup.step1_stamp,
     "step9_present": wrapup.step9_present,
 }
 
@@ -132,7 +135,8 @@ def build_graph(
         graph.add_node(name, node(fn))
     graph.add_edge(START, "step1_seed_scope")
     graph.add_edge("step1_seed_scope", "step1_author")
-    graph.add_edge("step1_author", "step3_mechanical_checks")
+    graph.add_edge("step1_author", "step1_stamp")
+    graph.add_edge("step1_stamp", "step3_mechanical_checks")
     graph.add_conditional_edges(
         "step3_mechanical_checks",
         after_mechanical,
@@ -168,7 +172,6 @@ def build_graph(
         "step4_surface_decision", after_surface, ["step6_next_round", "step6_outcome"]
     )
     graph.add_edge("step6_outcome", "step7_review_log")
-    graph.add_edge("step7_review_log", "step1_stamp")
-    graph.add_edge("step1_stamp", "step9_present")
+    graph.add_edge("step7_review_log", "step9_present")
     graph.add_edge("step9_present", END)
     return graph.compile(checkpointer=checkpointer, name="designloop")

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from pipeline.agents.roles import workflow_paths
+from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.session import SessionOptions, open_session
 from pipeline.agents.spawn import Spawn, SpawnParams
@@ -74,8 +74,9 @@ class RunDeps:
 def build_deps(
     runtime: Runtime, design: DesignDir, limits: Limits, settings: RunSettings, run_dir: Path, warmup: bool
 ) -> RunDeps:
-    """A run's services; the workflow SHA covers the agents and prompts the run uses."""
-    sha = WorkflowSha(design.repo_root, [p for p in workflow_paths(design.repo_root) if p.exists()])
+    """A run's services; the workflow SHA covers the definitions the run uses."""
+    root = design.repo_root
+    sha = WorkflowSha(root, workflow_overrides(root), workflow_definitions(root))
     return RunDeps(
         runtime=runtime,
         design=design,

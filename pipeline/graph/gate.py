@@ -15,7 +15,7 @@ from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
 from pipeline.graph.deps import deps_of
-from pipeline.graph.state import Comprehension, RunState, Surfaced, Update
+from pipeline.graph.state import Comprehension, Inconclusive, RunState, Surfaced, Update
 
 
 def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
@@ -56,7 +56,10 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         findings=findings,
         output_path=params.output_path,
     )
-    return {"comprehension": comprehension, "usage": [usage]}
+    update: Update = {"comprehension": comprehension, "usage": [usage]}
+    if result.status != "ok":
+        update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
+    return update
 
 
 def decision_shaped(state: RunState) -> list[Finding]:

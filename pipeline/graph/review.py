@@ -16,7 +16,7 @@ from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
 from pipeline.formats.design_doc import load_design
-from pipeline.formats.findings import WIRING_ERROR, Finding, blocking, merge
+from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.settled import SettledState, section_hashes
 from pipeline.formats.slices import assert_fanout
@@ -26,6 +26,7 @@ from pipeline.graph.state import (
     CheckTask,
     Evaluation,
     FanOut,
+    Inconclusive,
     Merged,
     RoundHistory,
     RunState,
@@ -42,10 +43,15 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
     if state.author is None or not state.author.draft_ok:
         return {"mechanical": []}
     d = deps.design
-    mechanics = d.mechanics if state.kind == PHASE1 and d.mechanics.is_file() else None
+    phase1 = state.kind == PHASE1
+    mechanics = d.mechanics if phase1 and d.mechanics.is_file() else None
+    # Phase 1 resolves the plan's **Full design** references; phase 4 skips them (they point
+    # at the frozen design.md, not at the final artifact).
     request = CheckRequest(
         design_path=deps.abs(state.draft),
         mechanics_path=mechanics,
+        plan_path=d.plan if phase1 and d.plan.is_file() else None,
+        plan_dir=d.plan_dir if phase1 and d.plan_dir.is_dir() else None,
         target="both" if mechanics else "design",
         scope="whole-doc",
     )
@@ -60,7 +66,7 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
         findings=len(findings),
         blockers=sum(1 for f in findings if f.severity == "blocker"),
     )
-    return {"mechanical": findings}
+    return {"mechanical": findings, "mechanical_target": request.target}
 
 
 def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
@@ -164,19 +170,26 @@ def step5_merge(state: RunState, config: RunnableConfig) -> Update:
     audits = sorted((a for a in state.audits if a.round == state.round), key=lambda a: a.index)
     seconds = [s for s in state.seconds if s.round == state.round]
     second = seconds[-1] if seconds else None
-    inconclusive = [
-        f"readability-auditor slice {a.slice[0]}-{a.slice[1]}" for a in audits if a.status != "ok"
+    failed = [
+        Inconclusive(
+            round=a.round, role="readability-auditor", where=f"slice {a.slice[0]}-{a.slice[1]}", error=a.error
+        )
+        for a in audits
+        if a.status != "ok"
     ]
     if second is None or second.status != "ok":
-        inconclusive.append(second.role if second else second_check_role(state.kind))
+        role = second.role if second else second_check_role(state.kind)
+        failed.append(Inconclusive(round=state.round, role=role, error=second.error if second else None))
+    inconclusive = [f"{i.role} {i.where}".strip() for i in failed]
     return {
+        "inconclusive": failed,
         "merged": Merged(
             round=state.round,
             auditor=merge(f for a in audits for f in a.findings),
             second=merge(second.findings) if second else [],
             inconclusive=inconclusive,
             prefix_share=prefix_share([a.prompt for a in audits]) if audits else 1.0,
-        )
+        ),
     }
 
 
@@ -226,7 +239,3 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
         prefix_share=round(share, 4),
     )
     return {"evaluation": evaluation, "settled": settled.sections, "history": [history]}
-
-
-def wiring(evaluation: Evaluation) -> list[Finding]:
-    return [f for f in evaluation.auditor if f.rule == WIRING_ERROR]

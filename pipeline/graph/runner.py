@@ -20,16 +20,33 @@ from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
-from pipeline.graph.state import BLOCKER_REMAINS, PASS, SHOULD_FIX_REMAINS, RunState
-from pipeline.runs.records import RUN_FORMAT, predates
+from pipeline.graph.state import (
+    BLOCKER_REMAINS,
+    DECISION_NEEDED,
+    INCONCLUSIVE,
+    PASS,
+    SHOULD_FIX_REMAINS,
+    RunState,
+    Verdict,
+)
+from pipeline.runs.records import RUN_FORMAT, FailOn, predates
 from pipeline.runs.setup import OpenRun, load_run
 
 CHECKPOINTS = "checkpoints.sqlite"
-OUTCOME_EXIT = {
+OUTCOME_EXIT: dict[Verdict, ExitCode] = {
     PASS: ExitCode.OK,
     BLOCKER_REMAINS: ExitCode.FINDINGS,
-    SHOULD_FIX_REMAINS: ExitCode.FINDINGS,
+    SHOULD_FIX_REMAINS: ExitCode.OK,  # the seed's "completes with a warning"
+    INCONCLUSIVE: ExitCode.INCONCLUSIVE,
+    DECISION_NEEDED: ExitCode.FINDINGS,
 }
+
+
+def exit_code_for(verdict: Verdict, fail_on: FailOn) -> ExitCode:
+    """The exit code of a finished run; ``--fail-on should-fix`` turns the warning into 1."""
+    if verdict == SHOULD_FIX_REMAINS and fail_on == "should-fix":
+        return ExitCode.FINDINGS
+    return OUTCOME_EXIT[verdict]
 
 
 @dataclass(slots=True)
@@ -190,5 +207,5 @@ async def execute(
 
 def _result(run: OpenRun, state: RunState | None) -> RunResult:
     outcome = state.outcome if state else None
-    code = OUTCOME_EXIT[outcome.verdict] if outcome else ExitCode.FINDINGS
+    code = exit_code_for(outcome.verdict, run.record.options.fail_on) if outcome else ExitCode.FINDINGS
     return RunResult(run.run_id, run.record.kind, code, state, message=state.summary if state else None)

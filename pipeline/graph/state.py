@@ -20,10 +20,14 @@ from pipeline.formats.slices import Slice
 from pipeline.runs.records import RUN_FORMAT
 
 Status = Literal["ok", "inconclusive"]
-Verdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS"]
+Verdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS", "INCONCLUSIVE", "DECISION NEEDED"]
 PASS: Verdict = "PASS"
 BLOCKER_REMAINS: Verdict = "BLOCKER REMAINS"
 SHOULD_FIX_REMAINS: Verdict = "SHOULD-FIX REMAINS"
+INCONCLUSIVE: Verdict = "INCONCLUSIVE"
+"""A required role never returned a valid review (or the author never wrote a draft)."""
+DECISION_NEEDED: Verdict = "DECISION NEEDED"
+"""Phase 4 found a decision-shaped gap; only a phase-0 decision can settle it."""
 
 
 class Record(BaseModel):
@@ -139,6 +143,21 @@ class Comprehension(Record):
     output_path: str | None = None
 
 
+class Inconclusive(Record):
+    """A role that returned no valid output twice in a round (the seed's re-run-once rule)."""
+
+    round: int
+    role: str
+    where: str = ""
+    """The slice, for an auditor."""
+    error: str | None = None
+
+    def describe(self) -> str:
+        who = f"{self.role} {self.where}".strip()
+        why = f": {self.error}" if self.error else ""
+        return f"{who} returned no valid output twice in round {self.round}{why}"
+
+
 class Surfaced(Record):
     """A decision-shaped finding appended to the research log (the S3 loop-back)."""
 
@@ -181,6 +200,7 @@ class RunState(BaseModel):
     author_failures: int = 0
     flagged: list[Finding] = []
     mechanical: list[Finding] = []
+    mechanical_target: str = "design"
     fanout: FanOut | None = None
     audits: Annotated[list[Audit], operator.add] = Field(default_factory=list)
     seconds: Annotated[list[SecondCheck], operator.add] = Field(default_factory=list)
@@ -189,6 +209,7 @@ class RunState(BaseModel):
     settled: dict[str, SectionRecord] = {}
     comprehension: Comprehension | None = None
     surfaced: Annotated[list[Surfaced], operator.add] = Field(default_factory=list)
+    inconclusive: Annotated[list[Inconclusive], operator.add] = Field(default_factory=list)
     notes: Annotated[list[str], operator.add] = Field(default_factory=list)
     usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
     history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
@@ -220,6 +241,7 @@ class Update(TypedDict, total=False):
     author_failures: int
     flagged: list[Finding]
     mechanical: list[Finding]
+    mechanical_target: str
     fanout: FanOut
     audits: list[Audit]
     seconds: list[SecondCheck]
@@ -228,6 +250,7 @@ class Update(TypedDict, total=False):
     settled: dict[str, SectionRecord]
     comprehension: Comprehension
     surfaced: list[Surfaced]
+    inconclusive: list[Inconclusive]
     notes: list[str]
     usage: list[RoleUsage]
     history: list[RoundHistory]

@@ -1,5 +1,5 @@
-"""How the loop exits: the outcome (Step 6), the review-log entry (Step 7), the stamp
-(Step 1's idempotent guard) and the presentation (Step 9)."""
+"""How the loop exits: the outcome (Step 6), the review-log entry (Step 7) and the
+presentation (Step 9)."""
 
 from __future__ import annotations
 
@@ -7,62 +7,98 @@ import difflib
 
 from langchain_core.runnables import RunnableConfig
 
-from pipeline.formats.design_doc import load_design
-from pipeline.formats.findings import Finding, blocking
+from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
-from pipeline.formats.stamp import has_stamp, prepend_stamp
 from pipeline.formats.textio import atomic_write
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.state import BLOCKER_REMAINS, PASS, SHOULD_FIX_REMAINS, Outcome, RunState, Update
+from pipeline.graph import entry
+from pipeline.graph.deps import deps_of
+from pipeline.graph.gate import decision_shaped
+from pipeline.graph.state import (
+    BLOCKER_REMAINS,
+    DECISION_NEEDED,
+    INCONCLUSIVE,
+    PASS,
+    SHOULD_FIX_REMAINS,
+    Outcome,
+    RunState,
+    Update,
+)
 
 OUTCOME_LINE = {
     PASS: "PASS",
     BLOCKER_REMAINS: "BLOCKER REMAINS — manual resolution required",
     SHOULD_FIX_REMAINS: "COMPLETE WITH SHOULD-FIX FINDINGS",
+    INCONCLUSIVE: "INCONCLUSIVE — a required review never happened",
+    DECISION_NEEDED: "DECISION NEEDED — take it to a phase-0 research log decision",
 }
 
 
-def _inconclusive(message: str) -> Finding:
-    return Finding(severity="should-fix", rule="inconclusive", message=message)
+def _inconclusive(state: RunState) -> list[Finding]:
+    """Why the final draft was not fully reviewed: no draft, or a required reviewer that
+    returned no valid review in the final round."""
+    out: list[Finding] = []
+    if state.author is None or not state.author.draft_ok:
+        why = f": {state.author.error}" if state.author and state.author.error else ""
+        out.append(
+            Finding(
+                severity="should-fix",
+                rule="inconclusive",
+                role="design-author",
+                message=f"the author wrote no draft after a re-spawn; there was nothing to review{why}",
+            )
+        )
+    for item in state.inconclusive:
+        if item.round == state.round and item.role != "design-author":
+            out.append(
+                Finding(severity="should-fix", rule="inconclusive", role=item.role, message=item.describe())
+            )
+    return out
+
+
+def decisions_needed(state: RunState) -> list[Finding]:
+    """Phase 4's decision-shaped findings: the frozen research log is not written, so each
+    needs a phase-0 decision."""
+    if state.kind == PHASE1:
+        return []
+    found = [f for f in decision_shaped(state)]
+    return [
+        f.model_copy(
+            update={
+                "message": f"{f.message} (needs a phase-0 decision; phase 4 does not write the research log)"
+            }
+        )
+        for f in found
+    ]
 
 
 def remaining(state: RunState) -> list[Finding]:
-    """What stands when the loop exits, blockers and should-fix only."""
-    out: list[Finding] = []
-    if state.author is None or not state.author.draft_ok:
-        out.append(
-            Finding(
-                severity="blocker",
-                rule="author-no-draft",
-                message="the author wrote no draft twice; the loop has no draft to review",
-            )
-        )
-    out += blocking(state.mechanical)
-    # An evaluation of this round exists only if this round's draft passed the mechanical checks.
+    """What stands when the loop exits: blockers and should-fix findings of the final draft."""
+    out = blocking(state.mechanical)
     evaluation = state.this_round_evaluation()
     if evaluation is not None:
         out += evaluation.blocking
-        out += [
-            _inconclusive(f"{name} was INCONCLUSIVE twice; the round could not be declared clean")
-            for name in evaluation.inconclusive
-        ]
     comprehension = state.this_round_comprehension()
     if comprehension is not None:
         out += blocking(comprehension.findings)
-        if comprehension.status != "ok":
-            out.append(_inconclusive("comprehension-review was INCONCLUSIVE twice"))
     return out
 
 
 def step6_outcome(state: RunState, config: RunnableConfig) -> Update:
-    """The outcome: PASS, BLOCKER REMAINS or SHOULD-FIX REMAINS, and what remains."""
+    """How the loop exited (the seed's Outcomes), in order of what a person must act on first:
+    a blocker; a decision only phase 0 can make; a review that never happened; should-fix debt."""
     deps = deps_of(config)
-    left = remaining(state)
+    needed = decisions_needed(state)
+    failed = _inconclusive(state)
+    left = merge([*needed, *remaining(state), *failed])  # the annotated decision findings win
     comprehension = state.this_round_comprehension()
     passed = comprehension is not None and comprehension.verdict == "PASS"
     if any(f.severity == "blocker" for f in left):
         verdict = BLOCKER_REMAINS
+    elif needed:
+        verdict = DECISION_NEEDED
+    elif failed:
+        verdict = INCONCLUSIVE
     elif left or not passed:
         verdict = SHOULD_FIX_REMAINS
     else:
@@ -71,33 +107,18 @@ def step6_outcome(state: RunState, config: RunnableConfig) -> Update:
     return {"outcome": Outcome(verdict=verdict, remaining=left)}
 
 
-def _diff_summary(state: RunState, deps: RunDeps) -> str:
-    path = deps.abs(state.draft)
-    if not path.is_file() or path.stat().st_size == 0:
-        return f"The author wrote no {path.name}; nothing was created over {state.round} round(s)."
-    doc = load_design(path)
-    body = [s.name for s in doc.body_sections()]
-    records = len(doc.d_records())
-    verb = "Created" if state.kind == PHASE1 else "Created the final design"
-    source = (
-        "the research log" if state.kind == PHASE1 else "the frozen design, the track episodes and the code"
-    )
-    return (
-        f"{verb} {path.name} from {source}: {len(doc.lines)} lines, {len(body)} body "
-        f"section(s), {records} decision record(s), over {state.round} round(s)."
-    )
-
-
 def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
-    """Step 7: append the review-log entry, exactly once per run."""
+    """Step 7: append the review-log entry, exactly once per run, saying exactly what ran."""
     deps = deps_of(config)
     assert state.outcome is not None
-    evaluation = state.evaluation
-    comprehension = state.comprehension
-    cold = len(evaluation.blocking if evaluation else []) + len(
-        blocking(comprehension.findings) if comprehension else []
-    )
-    items = [f"{f.severity}: {f.describe()}" for f in state.outcome.remaining]
+    left = state.outcome.remaining
+    items = [f"{f.severity}: {f.describe()}" for f in left if f.rule != "inconclusive"]
+    # Every role that was INCONCLUSIVE in any round, with the provider's (redacted) error.
+    items += [f"should-fix: inconclusive: {i.describe()}" for i in state.inconclusive]
+    items += [
+        f"should-fix: {f.describe()}" for f in left if f.rule == "inconclusive" and f.role == "design-author"
+    ]
+    items += entry.suggestions(state)
     items += [f"note: {n}" for n in state.notes]
     items += [
         f"surfaced: D{s.decision} by {s.role} (research log; the adversarial gate re-opened)"
@@ -106,35 +127,22 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
     ]
     if state.outcome.verdict == SHOULD_FIX_REMAINS:
         items.append("debt: the should-fix findings above carry forward to the next mutation")
-    entry = MutationEntry(
+    log_entry = MutationEntry(
         kind=state.kind,
         target_file=deps.abs(state.draft).name,
-        diff_summary=_diff_summary(state, deps),
-        mechanical_target="design",
-        mechanical="PASS" if not state.mechanical else f"{len(state.mechanical)} findings",
+        diff_summary=entry.diff_summary(state, deps.design, entry.read_before(deps.run_dir)),
+        mechanical_target=state.mechanical_target,
+        mechanical=entry.mechanical_line(state),
         cold_read_scope="whole-doc",
-        cold_read="PASS" if not cold else f"{cold} findings",
+        cold_read=entry.cold_read_line(state),
         findings=items,
         iteration=state.round,
         budget=state.budget,
         outcome=state.outcome.verdict,
     )
-    result = append_entry(deps.design.mutations, entry, run_id=state.run_id)
+    result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     return {"review_entry": result.number}
-
-
-def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
-    """Phase 1 only: the idempotent line-1 workflow-sha stamp. Phase 4 artifacts are never stamped."""
-    deps = deps_of(config)
-    if state.kind != PHASE1:
-        return {"stamped": False}
-    path = deps.abs(state.draft)
-    if not path.is_file() or path.stat().st_size == 0:
-        return {"stamped": False}  # nothing was written: there is nothing to stamp
-    wrote = prepend_stamp(path, deps.workflow_sha)
-    deps.events.emit("stamp", path=deps.rel(path), wrote=wrote)
-    return {"stamped": has_stamp(path)}
 
 
 def step9_present(state: RunState, config: RunnableConfig) -> Update:

@@ -44,7 +44,7 @@ def finding(
 
 
 def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
-    """The agent-side whole-doc guard (formats.md §8.5), shared with the orchestrator's code."""
+    """The agent-side whole-doc guard (docs/formats.md §8.5), shared with the orchestrator's code."""
     tripped = whole_doc_guard(params, str(params.get("target_path")))
     if tripped is None:
         return None

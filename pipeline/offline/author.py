@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.research_log import Decision, ResearchLog
 from pipeline.formats.textio import decode
-from pipeline.offline import fixer, supersede
+from pipeline.offline import fixer, plan_names, supersede
 from pipeline.offline.driver import Observations
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
@@ -129,7 +129,7 @@ def _grounding(decision: Decision, obs: Observations) -> list[str]:
     return [f"In the code, {', and '.join(found)}."] if found else []
 
 
-def compile_phase1(log_text: str, obs: Observations) -> str:
+def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = None) -> str:
     log = log_from_text(log_text)
     title_line = next((h.text for h in log.structure.headings if h.level == 1), "Design")
     title = TITLE_PREFIX_RE.sub("", title_line).strip()
@@ -145,9 +145,10 @@ def compile_phase1(log_text: str, obs: Observations) -> str:
         out += ["## Core Concepts", ""]
         out += [f"- **{m.group('term').strip()}**: {m.group('text').strip()}" for m in glossary] + [""]
     bearing = log.load_bearing()
+    names = plan_names.section_names(bearing, wanted or [])
     for decision in bearing:
         out += [
-            f"## {decision.title}",
+            f"## {names.get(decision.number, decision.title)}",
             "",
             f"**TL;DR:** {_sentence(decision.value('Decision') or decision.title)}",
             "",
@@ -291,7 +292,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         log_text = obs.call("read", path=params["research_log_path"])
         if _failed(log_text):
             raise RuntimeError(log_text)
-        text = compile_phase1(log_text, obs)
+        text = compile_phase1(log_text, obs, plan_names.referenced_sections(params, obs))
         summary = "Compiled the design from the research log's decisions, grounded in the code."
     _write(obs, output, text)
     return {"summary": summary, "output_path": output}

@@ -33,8 +33,19 @@ PATH_RE = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*/?$")
 SOURCE_EXT = (".py", ".md", ".toml", ".json", ".yaml", ".yml", ".txt", ".cfg", ".ini", ".sql", ".lua", ".sh")
 
 
-def _finding(rule: str, section: str | None, quote: str | None, message: str, fix: str) -> dict[str, Any]:
-    return review_finding(rule, message, fix, section=section, quote=quote)
+def _finding(
+    rule: str,
+    section: str | None,
+    quote: str | None,
+    message: str,
+    fix: str,
+    severity: str = "should-fix",
+    line: int | None = None,
+) -> dict[str, Any]:
+    finding = review_finding(rule, message, fix, severity=severity, section=section, quote=quote)
+    if line is not None:
+        finding["line"] = line
+    return finding
 
 
 def looks_like_symbol(span: str) -> bool:
@@ -88,6 +99,42 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                 paths.setdefault(span, (number, draft.section_name_at(number)))
             elif looks_like_symbol(span):
                 symbols.setdefault(span, (number, draft.section_name_at(number)))
+    sources = obs.call("psi", query="", kind="sources")
+    if sources.startswith("no source file"):
+        # Without code PSI can read, every symbol would look missing: say what was not checked.
+        if symbols or paths:
+            first, (at, section) = min([*symbols.items(), *paths.items()], key=lambda item: item[1][0])
+            findings.append(
+                _finding(
+                    "fid-code-unchecked",
+                    section,
+                    first,
+                    f"{len(symbols)} symbol(s) and {len(paths)} path(s) the design names could not be "
+                    f"checked against the code: PSI found {sources}",
+                    "point the run at the code: --code-root DIR, or code_root in the design "
+                    "directory's designloop.toml",
+                    severity="suggestion",
+                    line=at,
+                )
+            )
+    else:
+        findings += _code_findings(obs, symbols, paths)
+    # 3-4. Episodes win over the frozen design.
+    episodes = _episodes(obs, params["episodes_path"])
+    frozen_text = obs.call("read", path=params["design_path"])
+    frozen = doc_from_text(frozen_text) if not frozen_text.startswith(("refused:", "error:")) else None
+    findings += superseded(draft_text, frozen_text if frozen else "", episodes)
+    findings += contradicted(draft_text, episodes)
+    return verdict_of(findings)
+
+
+def _code_findings(
+    obs: Observations,
+    symbols: dict[str, tuple[int, str | None]],
+    paths: dict[str, tuple[int, str | None]],
+) -> list[dict[str, Any]]:
+    """Every named symbol and path exists in the code."""
+    findings: list[dict[str, Any]] = []
     sym_names = sorted(symbols)
     answers = obs.call_many([("psi", {"query": s, "kind": "definition"}) for s in sym_names])
     missing = [s for s, a in zip(sym_names, answers, strict=True) if a.startswith("no definition")]
@@ -105,6 +152,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                 span,
                 f"`{span}` (line {at}) is not defined anywhere in the code",
                 "name the symbol the code actually has, or drop the claim",
+                line=at,
             )
         )
     path_names = sorted(paths)
@@ -119,15 +167,10 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                     span,
                     f"`{span}` (line {at}) does not exist",
                     "name the file as it is in the repository",
+                    line=at,
                 )
             )
-    # 3-4. Episodes win over the frozen design.
-    episodes = _episodes(obs, params["episodes_path"])
-    frozen_text = obs.call("read", path=params["design_path"])
-    frozen = doc_from_text(frozen_text) if not frozen_text.startswith(("refused:", "error:")) else None
-    findings += superseded(draft_text, frozen_text if frozen else "", episodes)
-    findings += contradicted(draft_text, episodes)
-    return verdict_of(findings)
+    return findings
 
 
 def superseded(draft_text: str, frozen_text: str, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:

@@ -54,7 +54,7 @@ def review_finding(
     quote: str | None = None,
     decision_shaped: bool = False,
 ) -> dict[str, Any]:
-    """One finding in the review output contract (formats.md §9)."""
+    """One finding in the review output contract (docs/formats.md §9)."""
     return {
         "severity": severity,
         "section": section,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -16,6 +17,9 @@ from pipeline.formats.textio import atomic_write
 
 RUN_FORMAT = 2
 RECORD = "run.json"
+
+
+FailOn = Literal["blocker", "should-fix"]
 
 
 class RunOptions(BaseModel):
@@ -27,6 +31,8 @@ class RunOptions(BaseModel):
     budget_tokens: int | None = None
     max_cost: str | None = None
     runs_dir: str
+    fail_on: FailOn = "blocker"
+    """The least severe finding that makes a finished run exit 1 (SHOULD-FIX REMAINS exits 0 otherwise)."""
 
 
 class RunRecord(BaseModel):

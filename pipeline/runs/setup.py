@@ -16,7 +16,7 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.events import EventLog
-from pipeline.runs.records import RECORD, RunOptions, RunRecord, read_record, write_record
+from pipeline.runs.records import RECORD, FailOn, RunOptions, RunRecord, read_record, write_record
 
 
 @dataclass(slots=True)
@@ -48,7 +48,12 @@ def new_run_id(kind: str) -> str:
 
 
 def prepare_run(
-    kind: str, directory: Path, options: SessionOptions, warmup: bool, code_root: Path | None = None
+    kind: str,
+    directory: Path,
+    options: SessionOptions,
+    warmup: bool,
+    code_root: Path | None = None,
+    fail_on: FailOn = "blocker",
 ) -> OpenRun:
     """Validate the inputs, write run.json and the before-snapshot."""
     design = open_design_dir(directory, code_root)
@@ -83,6 +88,7 @@ def prepare_run(
             budget_tokens=options.budget_tokens,
             max_cost=options.max_cost,
             runs_dir=str(session.runs_dir),
+            fail_on=fail_on,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(target),
@@ -94,9 +100,16 @@ def prepare_run(
     return OpenRun(record, run_dir, design, session)
 
 
-def load_run(run_dir: Path, budget_tokens: int | None = None, max_cost: str | None = None) -> OpenRun:
-    """Open a recorded run to resume it; a new budget replaces the recorded one."""
+def load_run(
+    run_dir: Path,
+    budget_tokens: int | None = None,
+    max_cost: str | None = None,
+    fail_on: FailOn | None = None,
+) -> OpenRun:
+    """Open a recorded run to resume it; a new budget (or --fail-on) replaces the recorded one."""
     record = read_record(run_dir)
+    if fail_on is not None:
+        record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
     opts = record.options
     options = SessionOptions(
         opts.model,

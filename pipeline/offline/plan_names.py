@@ -1,0 +1,68 @@
+"""Section names the plan already points at: a phase-1 author keeps them.
+
+When an implementation plan or track files exist, their ``**Full design:** design.md §"…"``
+references must keep resolving. The offline author names the body section of the decision
+each reference is about with the referenced name; a reference no decision matches is left
+for the mechanical check to report.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.formats.plan import parse_plan_file
+from pipeline.formats.research_log import Decision
+from pipeline.formats.textio import decode
+from pipeline.offline.driver import Observations
+from pipeline.offline.text import containment, content_words
+
+MATCH = 0.6
+TRACK_RE = re.compile(r"track-[\w-]+\.md$")
+
+
+def _failed(text: str) -> bool:
+    return text.startswith(("refused:", "error:"))
+
+
+def referenced_sections(
+    params: dict[str, Any], obs: Observations, design_name: str = "design.md"
+) -> list[str]:
+    """The design sections the plan and the track files reference, in order, once each."""
+    texts: list[tuple[str, str]] = []
+    if params.get("plan_path"):
+        text = obs.call("read", path=params["plan_path"])
+        if not _failed(text):
+            texts.append((Path(params["plan_path"]).name, text))
+    if params.get("plan_dir"):
+        base = params["plan_dir"].rstrip("/")
+        listing = obs.call("read", path=base)
+        names = sorted(n for n in listing.splitlines() if TRACK_RE.match(n)) if not _failed(listing) else []
+        bodies = obs.call_many([("read", {"path": f"{base}/{n}"}) for n in names])
+        texts += [(n, t) for n, t in zip(names, bodies, strict=True) if not _failed(t)]
+    found: list[str] = []
+    for name, text in texts:
+        plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))
+        for ref in plan.refs:
+            if ref.file and Path(ref.file).name == design_name and ref.section and ref.section not in found:
+                found.append(ref.section)
+    return found
+
+
+def section_names(decisions: list[Decision], wanted: list[str]) -> dict[int, str]:
+    """Decision number -> the referenced name its section takes (each name used once)."""
+    chosen: dict[int, str] = {}
+    for name in wanted:
+        words = content_words(name)
+        if not words:
+            continue
+        scored = [
+            (containment(words, content_words(f"{d.title} {d.value('Decision') or ''}")), d.number)
+            for d in decisions
+            if d.number not in chosen
+        ]
+        best = max(scored, default=(0.0, 0))
+        if best[0] >= MATCH:
+            chosen[best[1]] = name
+    return chosen
