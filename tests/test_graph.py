@@ -343,10 +343,10 @@ def test_the_live_view_shows_each_open_finding_with_its_place_and_quote() -> Non
             "round": 1,
             "check": "dual-clean",
             "clean": False,
-            "findings": [found.model_dump(mode="json")],
+            "found": [found.model_dump(mode="json")],
         }
     )
-    assert state.findings == [found] and "findings" not in state.checks[0]
+    assert state.findings == [found] and "found" not in state.checks[0]
     console = Console(width=200, record=True)
     console.print(state.render())
     text = console.export_text()

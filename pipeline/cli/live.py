@@ -47,11 +47,12 @@ class LiveState:
             )
         elif kind == "check":
             detail = ", ".join(
-                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round", "findings")
+                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round", "found")
             )
             self.checks.append(f"r{event.get('round', '?')} {detail}")
-            if isinstance(event.get("findings"), list):
-                self.findings = [Finding.model_validate(f) for f in event["findings"]]
+            if event.get("check") == "dual-clean" and isinstance(event.get("found"), list):
+                found = [Finding.model_validate(f) for f in event["found"]]
+                self.findings = [f for f in found if f.blocking]
         elif kind == "paused":
             self.status = f"paused: {event.get('message')}"
         elif kind == "outcome":

@@ -44,7 +44,7 @@ CodeRootOpt = Annotated[
 ]
 
 
-def _runs_dir(runs_dir: Path | None) -> Path:
+def runs_dir_of(runs_dir: Path | None) -> Path:
     from pipeline.settings import default_runs_dir, repo_root
 
     return (runs_dir or default_runs_dir(repo_root())).resolve()
@@ -108,7 +108,9 @@ def _start(
     from pipeline.runs.setup import prepare_run
 
     failing = _fail_on(fail_on) or "blocker"
-    options = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, _runs_dir(runs_dir))
+    options = SessionOptions(
+        model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
+    )
     root = resolve(code_root) if code_root else None
     run = prepare_run(
         kind,
@@ -190,7 +192,7 @@ def resume(
     from pipeline.runs.setup import load_run, run_dir_for
 
     failing = _fail_on(fail_on)
-    _execute(load_run(run_dir_for(_runs_dir(runs_dir), run_id), budget, max_cost, failing), True, as_json)
+    _execute(load_run(run_dir_for(runs_dir_of(runs_dir), run_id), budget, max_cost, failing), True, as_json)
 
 
 @app.command()
@@ -205,7 +207,7 @@ def status(
     from pipeline.runs.setup import run_dir_for
     from pipeline.runs.views import list_runs, replay
 
-    base = _runs_dir(runs_dir)
+    base = runs_dir_of(runs_dir)
     if run_id is None:
         runs = list_runs(base)
         if not runs:
@@ -248,7 +250,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
     """List the runs, replayed from their event logs."""
     from pipeline.runs.views import list_runs
 
-    views = list_runs(_runs_dir(runs_dir))
+    views = list_runs(runs_dir_of(runs_dir))
     if as_json:
         typer.echo(
             json.dumps(

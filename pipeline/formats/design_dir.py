@@ -95,3 +95,22 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             hint="agent tools are confined to the repository root",
         )
     return DesignDir(root=root, repo_root=repo, code_root=code)
+
+
+def expand_directories(patterns: list[str], base: Path) -> list[Path]:
+    """Design directories named by paths or glob patterns (relative to ``base`` when not
+    absolute), in a stable order, each once; a pattern that names none is an input error."""
+    import glob
+
+    found: list[Path] = []
+    for pattern in patterns:
+        rooted = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        matches = sorted(Path(m) for m in glob.glob(rooted, recursive=True))
+        dirs = [m.resolve() for m in matches if (m / "_workflow").is_dir()]
+        if not dirs:
+            raise InputError(
+                f"{pattern!r} names no design directory",
+                hint="pass directories that hold _workflow/, or a glob such as 'docs/adr/*'",
+            )
+        found += [d for d in dirs if d not in found]
+    return found

@@ -46,7 +46,12 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         write_review_file(deps.abs(params.output_path), review)
     verdict = review.verdict if review else "INCONCLUSIVE"
     deps.events.emit(
-        "check", round=round_, check="comprehension", verdict=verdict, findings=len(blocking(findings))
+        "check",
+        round=round_,
+        check="comprehension",
+        verdict=verdict,
+        findings=len(blocking(findings)),
+        found=[f.model_dump(mode="json") for f in findings],
     )
     comprehension = Comprehension(
         round=round_,

@@ -65,6 +65,7 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
         check="mechanical",
         findings=len(findings),
         blockers=sum(1 for f in findings if f.severity == "blocker"),
+        found=[f.model_dump(mode="json") for f in findings],
     )
     return {"mechanical": findings, "mechanical_target": request.target}
 
@@ -217,7 +218,7 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
         second=len(blocking(second)),
         inconclusive=merged.inconclusive,
         prefix_share=round(share, 4),
-        findings=[f.model_dump(mode="json") for f in blocking(kept) + blocking(second)],
+        found=[f.model_dump(mode="json") for f in kept + second],
     )
     evaluation = Evaluation(
         round=round_,
@@ -237,5 +238,8 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
         slices=len(fan.slices),
         inconclusive=merged.inconclusive,
         prefix_share=round(share, 4),
+    )
+    deps.events.emit(
+        "settled", round=round_, sections=sorted(n for n, r in settled.sections.items() if r.settled)
     )
     return {"evaluation": evaluation, "settled": settled.sections, "history": [history]}

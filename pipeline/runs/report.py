@@ -1,0 +1,233 @@
+"""A run's report, from its records alone: a self-contained HTML page and Markdown beside it.
+
+Everything comes from runs/<run-id>/: run.json, events.jsonl (spawns, checks with their
+findings, settled sections, the outcome) and summary.md (the diff and the review-log entry).
+The chart is inline SVG, so the page opens anywhere without a network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipeline.formats.findings import Finding
+from pipeline.runs.events import read_events
+
+SEVERITIES = ("blocker", "should-fix", "suggestion")
+COLOURS = {"blocker": "#c0392b", "should-fix": "#e67e22", "suggestion": "#95a5a6"}
+CHECKS_WITH_FINDINGS = ("mechanical", "dual-clean", "comprehension")
+
+
+@dataclass(slots=True)
+class RoleCost:
+    spawns: int = 0
+    tokens: int = 0
+    cost: Decimal = Decimal(0)
+    cached: int = 0
+
+
+@dataclass(slots=True)
+class RunReport:
+    run_id: str
+    kind: str = "?"
+    directory: str = "?"
+    outcome: str = "-"
+    rounds: int = 0
+    findings: dict[int, list[Finding]] = field(default_factory=lambda: defaultdict(list))
+    settled: dict[int, list[str]] = field(default_factory=dict)
+    spawns: list[dict[str, Any]] = field(default_factory=list)
+    roles: dict[str, RoleCost] = field(default_factory=lambda: defaultdict(RoleCost))
+    diff: str = ""
+    entry: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for r in self.roles.values())
+
+    @property
+    def cost(self) -> Decimal:
+        return sum((r.cost for r in self.roles.values()), Decimal(0))
+
+
+def _summary_parts(text: str) -> tuple[str, str]:
+    diff = text.split("```diff\n", 1)[1].split("```", 1)[0] if "```diff\n" in text else ""
+    entry = (
+        text.split("## Review log\n", 1)[1].split("\n## Outcome", 1)[0].strip()
+        if "## Review log\n" in text
+        else ""
+    )
+    return diff, entry
+
+
+def load_report(run_dir: Path) -> RunReport:
+    report = RunReport(run_dir.name)
+    record_path = run_dir / "run.json"
+    if record_path.is_file():
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        report.kind, report.directory = record.get("kind", "?"), record.get("directory", "?")
+    for event in read_events(run_dir):
+        kind = event.get("type")
+        if kind == "round":
+            report.rounds = max(report.rounds, int(event.get("round", 0)))
+        elif kind == "spawn":
+            report.spawns.append(event)
+            role = report.roles[str(event.get("role"))]
+            role.spawns += 1
+            role.tokens += int(event.get("tokens", 0))
+            role.cost += Decimal(str(event.get("cost_usd") or 0))
+            role.cached += int(event.get("cache_hits", 0))
+        elif (
+            kind == "check"
+            and event.get("check") in CHECKS_WITH_FINDINGS
+            and isinstance(event.get("found"), list)
+        ):
+            for raw in event["found"]:
+                try:
+                    report.findings[int(event.get("round", 0))].append(Finding.model_validate(raw))
+                except ValidationError:
+                    continue
+        elif kind == "settled":
+            report.settled[int(event.get("round", 0))] = list(event.get("sections", []))
+        elif kind == "outcome":
+            report.outcome = str(event.get("outcome"))
+    summary = run_dir / "summary.md"
+    if summary.is_file():
+        report.diff, report.entry = _summary_parts(summary.read_text(encoding="utf-8"))
+    return report
+
+
+def _by_round(report: RunReport) -> list[tuple[int, Counter[str]]]:
+    rounds = sorted(set(report.findings) | set(range(1, report.rounds + 1)))
+    return [(r, Counter(f.severity for f in report.findings.get(r, []))) for r in rounds]
+
+
+def _by_section(report: RunReport) -> list[tuple[int, str, Counter[str]]]:
+    rows: list[tuple[int, str, Counter[str]]] = []
+    for round_ in sorted(report.findings):
+        sections: dict[str, Counter[str]] = defaultdict(Counter)
+        for f in report.findings[round_]:
+            sections[f.section or "(whole document)"][f.severity] += 1
+        rows += [(round_, name, counts) for name, counts in sorted(sections.items())]
+    return rows
+
+
+def chart_svg(report: RunReport, width: int = 520, bar_height: int = 160) -> str:
+    """Findings per round, stacked by severity."""
+    data = _by_round(report)
+    most = max((sum(c.values()) for _, c in data), default=0) or 1
+    step = width // max(len(data), 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{bar_height + 40}" role="img">'
+    ]
+    for i, (round_, counts) in enumerate(data):
+        x, y = i * step + 10, bar_height
+        for severity in SEVERITIES:
+            h = round(counts[severity] * (bar_height - 10) / most)
+            if h:
+                y -= h
+                parts.append(
+                    f'<rect x="{x}" y="{y}" width="{step - 20}" height="{h}" fill="{COLOURS[severity]}">'
+                    f"<title>round {round_}: {counts[severity]} {severity}</title></rect>"
+                )
+        total = sum(counts.values())
+        parts.append(f'<text x="{x}" y="{bar_height + 15}" font-size="12">round {round_}: {total}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _rows(report: RunReport) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+    sections = [[str(r), name, *(str(c[s]) for s in SEVERITIES)] for r, name, c in _by_section(report)]
+    roles = [
+        [role, str(c.spawns), str(c.tokens), str(c.cached), f"${c.cost}"]
+        for role, c in sorted(report.roles.items())
+    ]
+    spawns = [
+        [
+            str(s.get("round")),
+            str(s.get("role")),
+            f"{s['slice'][0]}-{s['slice'][1]}" if s.get("slice") else "",
+            str(s.get("status")),
+            str(s.get("findings", 0)),
+            str(s.get("tokens", 0)),
+            str(s.get("cache_hits", 0)),
+        ]
+        for s in report.spawns
+    ]
+    return sections, roles, spawns
+
+
+SECTION_HEAD = ["round", "section", *SEVERITIES]
+ROLE_HEAD = ["role", "spawns", "tokens", "cached calls", "cost"]
+SPAWN_HEAD = ["round", "role", "slice", "status", "findings", "tokens", "cached"]
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return "(none)\n"
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(report: RunReport) -> str:
+    sections, roles, spawns = _rows(report)
+    settled = "\n".join(
+        f"- round {r}: {', '.join(names) or '(none)'}" for r, names in sorted(report.settled.items())
+    )
+    per_round = "\n".join(
+        f"- round {r}: " + ", ".join(f"{c[s]} {s}" for s in SEVERITIES) for r, c in _by_round(report)
+    )
+    return (
+        f"# Run {report.run_id}\n\n{report.kind} on {report.directory}: **{report.outcome}** after "
+        f"{report.rounds} round(s), {report.tokens} tokens, ${report.cost}.\n\n"
+        f"## Findings per round\n\n{per_round or '(none)'}\n\n## Findings by section\n\n"
+        f"{_md_table(SECTION_HEAD, sections)}\n## Settled sections\n\n{settled or '(none)'}\n\n"
+        f"## Tokens and cost per role\n\n{_md_table(ROLE_HEAD, roles)}\n## Spawns\n\n"
+        f"{_md_table(SPAWN_HEAD, spawns)}\n## Diff\n\n```diff\n{report.diff}```\n\n"
+        f"## Review-log entry\n\n{report.entry or '(none)'}\n"
+    )
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    cells = "".join("<th>" + html.escape(h) + "</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:64rem;margin:2rem auto;padding:0 1rem;color:#222}"
+    "table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;"
+    "text-align:left}pre{background:#f6f6f6;padding:1rem;overflow-x:auto}"
+    ".legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 1rem}"
+)
+
+
+def render_html(report: RunReport) -> str:
+    sections, roles, spawns = _rows(report)
+    legend = "".join(f'<span style="background:{COLOURS[s]}"></span>{s}' for s in SEVERITIES)
+    settled = "".join(
+        f"<li>round {r}: {html.escape(', '.join(n) or '(none)')}</li>"
+        for r, n in sorted(report.settled.items())
+    )
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Run {html.escape(report.run_id)}"
+        f"</title><style>{STYLE}</style></head><body><h1>Run {html.escape(report.run_id)}</h1>"
+        f"<p>{html.escape(report.kind)} on <code>{html.escape(report.directory)}</code>: "
+        f"<strong>{html.escape(report.outcome)}</strong> after {report.rounds} round(s), "
+        f"{report.tokens} tokens, ${report.cost}.</p><h2>Findings per round</h2>{chart_svg(report)}"
+        f'<p class="legend">{legend}</p><h2>Findings by section</h2>{_html_table(SECTION_HEAD, sections)}'
+        f"<h2>Settled sections</h2><ul>{settled or '<li>(none)</li>'}</ul>"
+        f"<h2>Tokens and cost per role</h2>{_html_table(ROLE_HEAD, roles)}"
+        f"<h2>Spawns</h2>{_html_table(SPAWN_HEAD, spawns)}"
+        f"<h2>Diff</h2><pre>{html.escape(report.diff) or '(no change)'}</pre>"
+        f"<h2>Review-log entry</h2><pre>{html.escape(report.entry) or '(none)'}</pre></body></html>\n"
+    )

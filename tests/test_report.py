@@ -1,0 +1,60 @@
+"""The run report: a self-contained HTML page and Markdown, from the run's records alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentkit import make_repo
+from conftest import run_cli
+from graphkit import PASS, go, long_design, returns, start, writes
+
+
+def test_report_shows_findings_per_round_settled_sections_costs_diff_and_entry(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    author = writes(lambda r: long_design("robust" if r == 1 else None))
+    result = go(run_dir, {"design-author": author, "absorption-check": returns(PASS)})
+    assert result.state is not None and result.state.round == 2
+    done = run_cli(["report", run_dir.name, "--runs-dir", str(tmp_path / "runs")])
+    assert done.code == 0, done.err
+    page = (run_dir / "report.html").read_text()
+    markdown = (run_dir / "report.md").read_text()
+    assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.split("<svg", 1)[0]
+    assert "round 1: 1 should-fix" in page and "<title>round 1: 1 should-fix</title>" in page
+    assert "hs-ai-tell" not in markdown  # the report counts findings; the review log names them
+    assert "| 1 | Part of the service 13 | 0 | 1 | 0 |" in markdown
+    assert "- round 2: " in markdown and "Part of the service 0" in markdown.split("## Settled sections")[1]
+    assert "| readability-auditor | 3 |" in markdown  # two slices in round 1, one in round 2
+    assert "+++ b/docs/adr/0001/_workflow/design.md" in page
+    assert "## Mutation 1" in markdown.split("## Review-log entry")[1]
+    assert "**PASS**" in markdown
+
+
+def test_report_of_an_unknown_run_is_bad_input(tmp_path: Path) -> None:
+    result = run_cli(["report", "nope", "--runs-dir", str(tmp_path)])
+    assert result.code == 2 and "designloop runs" in result.err
+
+
+def test_estimate_prices_the_configured_models_and_names_unpriced_ones(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    import json
+    import os
+
+    old = os.getcwd()
+    os.chdir(d.repo_root)
+    try:
+        offline = json.loads(run_cli(["estimate", "docs/adr/*", "--json"]).out)
+        priced = json.loads(
+            run_cli(["estimate", "docs/adr/*", "--model", "anthropic:claude-sonnet-4-5", "--json"]).out
+        )
+        local = json.loads(run_cli(["estimate", str(d.root), "--model", "openai:qwen-local", "--json"]).out)
+        missing = run_cli(["estimate", "docs/nothing/*"])
+    finally:
+        os.chdir(old)
+    assert [e["directory"] for e in offline] == ["docs/adr/0001"]
+    low, high = offline[0]["low"], offline[0]["high"]
+    assert low["spawns"] == 4 and high["spawns"] == 12 and low["cost_usd"] == "0" and not high["unpriced"]
+    assert 0 < float(priced[0]["low"]["cost_usd"]) < float(priced[0]["high"]["cost_usd"])
+    assert priced[0]["high"]["tokens"] == high["tokens"]
+    assert local[0]["high"]["unpriced"] == ["openai:qwen-local"] and local[0]["high"]["cost_usd"] == "0"
+    assert missing.code == 2 and "names no design directory" in missing.err
