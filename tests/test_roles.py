@@ -8,7 +8,7 @@ import pytest
 from agentkit import make_repo
 from conftest import write
 
-from pipeline.agents.models import ModelOptions, parse_role_models, redact, resolve_models
+from pipeline.agents.resolve import ModelOptions, parse_role_models, redact, resolve_models
 from pipeline.agents.roles import instructions_for, load_roles
 from pipeline.agents.spawn import SpawnParams, prefix_share, prepare
 from pipeline.errors import InputError, WiringError

@@ -1,93 +1,21 @@
-"""Which model serves each role, and building it.
+"""Building a pydantic-ai model from a model string (agents.resolve says which string).
 
-Resolution order per role: ``--role-model ROLE=MODEL``, then ``--model``, then the
-``DESIGNLOOP_MODEL`` environment variable, then ``[models.roles]`` and ``[models.tiers]``
-in the user's designloop.toml, then the built-in ``offline`` engine. Model strings are
-pydantic-ai's (``anthropic:…``, ``openai:…``, ``google-gla:…``); keys come from each
-provider's standard variable; any OpenAI-compatible server is reached through
+Model strings are pydantic-ai's (``anthropic:…``, ``openai:…``, ``google-gla:…``); keys come
+from each provider's standard variable; any OpenAI-compatible server is reached through
 ``OPENAI_BASE_URL`` or ``--base-url``.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.providers import Provider, infer_provider
 from pydantic_ai.settings import ModelSettings
 
-from pipeline.agents.roles import RoleDef
+from pipeline.agents.resolve import redact
 from pipeline.errors import InputError
-
-OFFLINE = "offline"
-ENV_MODEL = "DESIGNLOOP_MODEL"
-KEY_VARIABLES = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "CO_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "OPENROUTER_API_KEY",
-    "XAI_API_KEY",
-)
-_KEY_SHAPES = re.compile(
-    r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelOptions:
-    model: str | None = None
-    role_models: Mapping[str, str] = field(default_factory=dict)
-    base_url: str | None = None
-
-
-def parse_role_models(pairs: list[str], roles: Mapping[str, RoleDef]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        role, sep, model = pair.partition("=")
-        if not sep or not role or not model:
-            raise InputError(
-                f"--role-model {pair!r} is not ROLE=MODEL",
-                hint="e.g. --role-model design-author=anthropic:claude-sonnet-4-5",
-            )
-        if role not in roles:
-            raise InputError(
-                f"--role-model names unknown role {role!r}", hint=f"roles: {', '.join(sorted(roles))}"
-            )
-        out[role] = model
-    return out
-
-
-def resolve_models(
-    roles: Mapping[str, RoleDef],
-    options: ModelOptions,
-    settings: Mapping[str, Any],
-    env: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    env = os.environ if env is None else env
-    configured = settings.get("models", {}) if isinstance(settings.get("models"), dict) else {}
-    per_role = configured.get("roles", {}) or {}
-    tiers = configured.get("tiers", {}) or {}
-    chosen: dict[str, str] = {}
-    for name, role in roles.items():
-        chosen[name] = (
-            options.role_models.get(name)
-            or options.model
-            or env.get(ENV_MODEL)
-            or per_role.get(name)
-            or tiers.get(role.tier)
-            or OFFLINE
-        )
-    return chosen
 
 
 def _provider_factory(http_client: Any, base_url: str | None) -> Any:
@@ -136,13 +64,3 @@ def settings_for(system: str) -> ModelSettings:
     if system == "anthropic":
         return {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True}  # type: ignore[typeddict-unknown-key]
     return {}
-
-
-def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """Remove API keys (by the providers' variables and by shape) from text bound for logs."""
-    env = os.environ if env is None else env
-    for var in KEY_VARIABLES:
-        value = env.get(var)
-        if value and len(value) >= 6:
-            text = text.replace(value, f"<{var}>")
-    return _KEY_SHAPES.sub("<redacted>", text)

@@ -20,7 +20,8 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.models import Model
 
 from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RetryPolicy
-from pipeline.agents.models import OFFLINE, build_model, redact, settings_for
+from pipeline.agents.models import build_model, settings_for
+from pipeline.agents.resolve import OFFLINE, redact
 from pipeline.agents.roles import RoleDef
 from pipeline.agents.spawn import Spawn, SpawnParams, prepare
 from pipeline.agents.tools import ToolContext, forbid, tools_for

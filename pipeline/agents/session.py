@@ -7,7 +7,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.models import ModelOptions, parse_role_models, resolve_models
+from pipeline.agents.resolve import ModelOptions, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget

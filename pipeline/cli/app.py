@@ -61,13 +61,14 @@ def roles(
     as_json: JsonOpt = False,
 ) -> None:
     """List each role with its tools, whether it may read the research log, and its resolved model."""
-    from pipeline.agents.session import SessionOptions, open_session
-    from pipeline.settings import repo_root
+    from pipeline.agents.resolve import ModelOptions, parse_role_models, resolve_models
+    from pipeline.agents.roles import load_roles
+    from pipeline.settings import merged_params, repo_root
 
-    session = open_session(
-        repo_root(), SessionOptions(model, tuple(role_model or ()), base_url, no_cache=True)
-    )
-    rt = session.runtime
+    root = repo_root()
+    definitions = load_roles(root)
+    options = ModelOptions(model, parse_role_models(list(role_model or ()), definitions), base_url)
+    specs = resolve_models(definitions, options, merged_params(root)[0])
     rows = [
         {
             "role": r.name,
@@ -75,10 +76,10 @@ def roles(
             "tier": r.tier,
             "reads_research_log": r.reads_research_log,
             "output": r.output,
-            "model": rt.model_specs[r.name],
+            "model": specs[r.name],
             "definition": str(r.source),
         }
-        for r in rt.roles.values()
+        for r in definitions.values()
     ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -87,9 +88,9 @@ def roles(
     from rich.table import Table
 
     table = Table("role", "tools", "log", "tier", "model")
-    for r in rt.roles.values():
+    for r in definitions.values():
         log = "reads" if r.reads_research_log else "cold"
-        table.add_row(r.name, ", ".join(r.tools), log, r.tier, rt.model_specs[r.name])
+        table.add_row(r.name, ", ".join(r.tools), log, r.tier, specs[r.name])
     Console().print(table)
 
 
