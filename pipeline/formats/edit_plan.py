@@ -45,6 +45,8 @@ class Planned:
 
     @property
     def changed(self) -> bool:
+        if self.before is None:
+            return bool(self.text)
         return self.before != self.after
 
 
@@ -67,7 +69,7 @@ class EditPlan:
 
     def exists(self, path: Path) -> bool:
         planned = self._load(path)
-        return planned.before is not None or planned.changed
+        return planned.before is not None or bool(planned.text)
 
     def text(self, path: Path) -> str:
         return self._load(path).text

@@ -19,6 +19,7 @@ import merge3
 
 from pipeline.formats.design_doc import STAMP_LIKE_RE
 from pipeline.formats.edits import parse
+from pipeline.formats.split import split_section
 
 BASELINE = Path("reviews") / "sync" / "design-mechanics.md"
 TOKEN_RE = re.compile(r"\s+|\w+|[^\w\s]")
@@ -157,3 +158,18 @@ def merge_on_top(x: str, y: str, z: str) -> str | None:
         elif kind == "b":
             out += theirs[region[1] : region[2]]
     return "".join(out)
+
+
+def design_view(name: str, body: str, path: Path) -> list[str]:
+    """The part of a companion section design.md carries: its overview, edge cases, diagrams
+    (the length-trigger split's kept lines; there is no TL;DR in a companion section)."""
+    doc = parse(f"# View\n\n## {name}\n\n{body}\n", path)
+    section = next(s for s in doc.level2() if s.name == name)
+    return split_section(doc, section).design
+
+
+def view_changed(delta: SectionDelta, path: Path) -> bool:
+    """Whether design.md has anything to follow: changes only in long-form content do not reach it."""
+    if delta.kind != "changed":
+        return True
+    return design_view(delta.name, delta.old, path) != design_view(delta.name, delta.new, path)
