@@ -11,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from pipeline.agents.inputs import RoundInputs, params_for
 from pipeline.formats.findings import blocking
 from pipeline.formats.kinds import PHASE1
+from pipeline.graph.companion import creation_target
 from pipeline.graph.deps import deps_of
 from pipeline.graph.state import AuthorTurn, RunState, Update
 
@@ -24,10 +25,11 @@ def step1_seed_scope(state: RunState, config: RunnableConfig) -> Update:
     sends only the run id and the kind, and the defaults fill in the rest.
     """
     deps = deps_of(config)
+    both = creation_target(deps, state.kind)
     if state.draft:
-        return {}
+        return {"target": both}
     target = deps.design.design if state.kind == PHASE1 else deps.design.final
-    return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget}
+    return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget, "target": both}
 
 
 def _fingerprint(path: Path) -> str | None:
@@ -43,7 +45,9 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     round_ = state.round
     deps.events.emit("round", round=round_, budget=state.budget)
     draft = deps.abs(state.draft)
-    inputs = RoundInputs(deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged))
+    inputs = RoundInputs(
+        deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged), target=state.target
+    )
     before = _fingerprint(draft)
     _, result, usage = await deps.spawn(params_for("design-author", inputs))
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.

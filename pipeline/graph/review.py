@@ -42,7 +42,10 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
     if state.author is None or not state.author.draft_ok:
         return {"mechanical": []}
     d = deps.design
-    mechanics = d.mechanics if state.kind == PHASE1 and d.mechanics.is_file() else None
+    companion = d.mechanics if state.kind == PHASE1 else d.final_mechanics
+    mechanics = (
+        companion if (state.kind == PHASE1 or state.target == "both") and companion.is_file() else None
+    )
     request = CheckRequest(
         design_path=deps.abs(state.draft),
         mechanics_path=mechanics,

@@ -13,6 +13,7 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
 from pipeline.formats.stamp import has_stamp, prepend_stamp
 from pipeline.formats.textio import atomic_write
+from pipeline.graph.companion import stamp_companion
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.state import BLOCKER_REMAINS, PASS, SHOULD_FIX_REMAINS, Outcome, RunState, Update
 
@@ -110,7 +111,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         kind=state.kind,
         target_file=deps.abs(state.draft).name,
         diff_summary=_diff_summary(state, deps),
-        mechanical_target="design",
+        mechanical_target=state.target,
         mechanical="PASS" if not state.mechanical else f"{len(state.mechanical)} findings",
         cold_read_scope="whole-doc",
         cold_read="PASS" if not cold else f"{cold} findings",
@@ -134,7 +135,8 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
         return {"stamped": False}  # nothing was written: there is nothing to stamp
     wrote = prepend_stamp(path, deps.workflow_sha)
     deps.events.emit("stamp", path=deps.rel(path), wrote=wrote)
-    return {"stamped": has_stamp(path)}
+    companion = stamp_companion(deps) if state.target == "both" else True
+    return {"stamped": has_stamp(path) and companion}
 
 
 def step9_present(state: RunState, config: RunnableConfig) -> Update:
