@@ -65,9 +65,14 @@ def test_section_remove_drops_its_full_design_references(tmp_path: Path) -> None
     assert code == 0 and out["outcome"] == "PASS" and out["scope"]["cold_read"] == "whole-doc"
     assert "When Redis is unreachable" not in names(d.design)
     plan = d.plan.read_text()
-    assert '**Full design:** design.md §"Request flow"\n' in plan and '§"When Redis is unreachable"' not in plan
+    assert (
+        '**Full design:** design.md §"Request flow"\n' in plan and '§"When Redis is unreachable"' not in plan
+    )
     track2 = (d.plan_dir / "track-2.md").read_text()
-    assert '§"When Redis is unreachable"' not in track2 and '**Full design:** design.md §"Request flow"' in track2
+    assert (
+        '§"When Redis is unreachable"' not in track2
+        and '**Full design:** design.md §"Request flow"' in track2
+    )
     assert "Removed 2 **Full design** reference(s)" in entry_text(d, out["review_log_entry"])
 
 
