@@ -247,7 +247,7 @@ def test_an_instruction_no_rule_can_carry_out_changes_nothing_and_says_so(tmp_pa
     assert code == 1 and out["outcome"] == "BLOCKER REMAINS"
     assert [f["rule"] for f in out["findings"]] == ["edit-not-applied"]
     assert d.design.read_bytes() == before
-    assert "SKIPPED — the edit changed nothing" in entry_text(d, out["review_log_entry"])
+    assert "SKIPPED — the edit was not applied" in entry_text(d, out["review_log_entry"])
 
 
 def test_the_fix_loop_applies_an_auto_applicable_blocker_exactly(tmp_path: Path) -> None:

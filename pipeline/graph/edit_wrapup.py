@@ -26,12 +26,16 @@ def remaining(state: EditState) -> list[Finding]:
     out: list[Finding] = []
     applied = state.applied
     if applied is not None and not applied.applied:
+        what = (
+            "the split moved no content into design-mechanics.md (its footers and empty sections are on disk)"
+            if state.kind == "length-trigger-crossing"
+            else "the edit changed nothing"
+        )
         out.append(
             Finding(
                 severity="blocker",
                 rule="edit-not-applied",
-                message="the edit changed nothing"
-                + (f": {applied.editor}" if applied.editor else "; see the inline editor's summary"),
+                message=what + (f": {applied.editor}" if applied.editor else ""),
                 suggested_fix="give the change as --old/--new or --content, or reword the instruction",
             )
         )
@@ -67,7 +71,7 @@ def _cold_read_line(state: EditState) -> tuple[str, str]:
     if state.kind == "mechanics-edit":
         return "skipped", MECHANICS_SKIP
     if state.applied is not None and not state.applied.applied:
-        return "skipped", "SKIPPED — the edit changed nothing, so there was nothing to read"
+        return "skipped", "SKIPPED — the edit was not applied, so there was nothing to read"
     if scope is None:
         return "skipped", "SKIPPED — no cold read ran"
     reads = [r for r in state.reads if r.round == state.round]
