@@ -22,8 +22,11 @@ EXAMPLE = ROOT / "examples" / "docs" / "adr" / "0001-request-rate-limiter"
 CODE = ROOT / "examples" / "ratelimit"
 
 
-def make_repo(tmp_path: Path) -> DesignDir:
-    """A throwaway repository holding the example design directory and its code."""
+def make_repo(tmp_path: Path, plan_refs: bool = False) -> DesignDir:
+    """A throwaway repository holding the example design directory and its code.
+
+    The plan's **Full design** references stay only with ``plan_refs``: most tests' scripted
+    drafts name their own sections, which the references would not resolve to."""
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     shutil.copytree(CODE, repo / "code")
@@ -31,12 +34,8 @@ def make_repo(tmp_path: Path) -> DesignDir:
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("reviews", "design*.md"))
     shutil.copy(ROOT / "tests" / "corpus" / "base" / "design.md", target / "_workflow" / "design.md")
     (target / "designloop.toml").write_text('code_root = "../../../code"\n')
-    # The scripted drafts of these tests name their own sections: drop the plan's references
-    # to the example's section names (tests of plan references write their own).
-    for plan in [
-        target / "_workflow" / "implementation-plan.md",
-        *(target / "_workflow" / "plan").glob("*.md"),
-    ]:
+    plans = [target / "_workflow" / "implementation-plan.md", *(target / "_workflow" / "plan").glob("*.md")]
+    for plan in plans if not plan_refs else []:
         lines = plan.read_text().splitlines(keepends=True)
         plan.write_text("".join(line for line in lines if "**Full design:**" not in line))
     return open_design_dir(target)

@@ -35,9 +35,31 @@ class RoundInputs:
     """The document being written or reviewed (design.md, or design-final.md in phase 4)."""
     flagged: Sequence[Finding] = field(default_factory=tuple)
     """The findings a later round's author (or the editor) must fix."""
+    target: str = "design"
+    """design, or both when the author also writes the mechanics companion."""
 
     def rel(self, path: Path) -> str:
         return self.design.rel(path)
+
+    def companion(self) -> Path:
+        """The companion a creation run writes: design-mechanics.md, or its phase-4 final copy."""
+        return self.design.final_mechanics if self.kind == PHASE4 else self.design.mechanics
+
+
+@dataclass(frozen=True, slots=True)
+class EditScope:
+    """What an interactive kind's spawns share: the cold-read scope and the companion files."""
+
+    scope: str
+    """bounded or whole-doc"""
+    sections: tuple[str, ...] = ()
+    """The sections a bounded read covers."""
+    changed_section: str | None = None
+    target: str = "design"
+    mechanics: Path | None = None
+    plan_path: Path | None = None
+    plan_dir: Path | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +83,9 @@ def _base(role: str, inputs: RoundInputs) -> dict[str, object]:
 
 def _author(role: str, inputs: RoundInputs) -> dict[str, object]:
     d = inputs.design
-    params: dict[str, object] = {"target": "design", "output_path": inputs.rel(inputs.draft)}
+    params: dict[str, object] = {"target": inputs.target, "output_path": inputs.rel(inputs.draft)}
+    if inputs.target == "both":
+        params["design_mechanics_path"] = inputs.rel(inputs.companion())
     if inputs.kind == PHASE4:
         params |= {"design_path": inputs.rel(d.design), "episodes_path": inputs.rel(d.plan_dir)}
     else:
@@ -103,6 +127,8 @@ def _comprehension(role: str, inputs: RoundInputs) -> dict[str, object]:
         "plan_path": inputs.rel(d.plan) if phase1 and d.plan.is_file() else NONE,
         "plan_dir": inputs.rel(d.plan_dir) if phase1 and d.plan_dir.is_dir() else NONE,
     }
+    if inputs.kind == PHASE4 and inputs.target == "both":
+        params["design_mechanics_path"] = inputs.rel(d.final_mechanics)
     if inputs.kind == PHASE4:
         output = review_output_path(d.reviews, inputs.run_id, inputs.round, role)
         params["output_path"] = inputs.rel(output)
@@ -131,8 +157,52 @@ BUILDERS = {
 }
 
 
-def params_for(role: str, inputs: RoundInputs, audit: AuditSlice | None = None) -> SpawnParams:
-    """The params file's content for ``role`` in this round."""
+def _or_none(inputs: RoundInputs, path: Path | None) -> str:
+    return inputs.rel(path) if path is not None else "(none)"
+
+
+def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, object]:
+    """An interactive kind's params: the comprehension gate's Inputs block, the inline editor's
+    file and findings, and design-sync's single whole-document prose pass."""
+    if role == "comprehension-review":
+        params: dict[str, object] = {
+            "design_path": inputs.rel(inputs.draft),
+            "design_mechanics_path": _or_none(inputs, edit.mechanics),
+            "scope": edit.scope,
+            "mutation_kind": inputs.kind,
+            "plan_path": _or_none(inputs, edit.plan_path),
+            "plan_dir": _or_none(inputs, edit.plan_dir),
+        }
+        if edit.scope == "bounded":
+            params["bounded_scope"] = list(edit.sections)
+        if edit.note:
+            params["note"] = edit.note
+        return params
+    if role == "inline-editor":
+        params = {
+            "output_path": inputs.rel(inputs.draft),
+            "mutation_kind": inputs.kind,
+            "target": edit.target,
+            "flagged_passages": list(inputs.flagged),
+        }
+        if edit.changed_section:
+            params["changed_section"] = edit.changed_section
+        if edit.mechanics is not None:
+            params["design_mechanics_path"] = inputs.rel(edit.mechanics)
+        return params
+    if role == "readability-auditor":
+        total = len(split_lines(read_text(inputs.draft, what="design").text))
+        # One whole-document pass: no slice_count or total_lines, so the whole-doc guard stays inert.
+        return {"target": "design", "target_path": inputs.rel(inputs.draft), "slice": (1, max(total, 1))}
+    raise InputError(f"role {role} takes no part in an interactive edit")
+
+
+def params_for(
+    role: str, inputs: RoundInputs, audit: AuditSlice | None = None, edit: EditScope | None = None
+) -> SpawnParams:
+    """The params file's content for ``role`` in this round (``edit`` for the interactive kinds)."""
+    if edit is not None:
+        return SpawnParams.model_validate(_base(role, inputs) | _edit_params(role, inputs, edit))
     if role == "readability-auditor":
         if audit is None:
             raise InputError("the readability auditor needs its slice")

@@ -26,6 +26,7 @@ from pipeline.agents.roles import RoleDef
 from pipeline.agents.spawn import Spawn, SpawnParams, prepare
 from pipeline.agents.tools import ToolContext, forbid, tools_for
 from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
+from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
@@ -113,12 +114,16 @@ class Runtime:
             item = forbid(research_log)
             if item is not None:
                 forbidden.append(item)
-        output = Path(spawn.params.output_path) if role.writes and spawn.params.output_path else None
+        params = spawn.params
+        output = Path(params.output_path) if role.writes and params.output_path else None
+        both = role.writes and params.target == "both" and params.design_mechanics_path
+        companion = Path(params.design_mechanics_path) if both and params.design_mechanics_path else None
         views = self._views(spawn)
         return ToolContext(
             role=role.name,
             repo_root=self.repo_root,
             output_path=output,
+            companion_path=companion,
             forbidden=forbidden,
             views=views,
             bash_timeout=self.bash_timeout,
@@ -130,7 +135,7 @@ class Runtime:
         the heading lines and the standing anchors (Overview, Core Concepts)."""
         params = spawn.params
         if params.target_path is None:
-            return None
+            return bounded_view(self.repo_root, spawn) if params.scope == "bounded" else None
         target = Path(params.target_path)
         target = (target if target.is_absolute() else self.repo_root / target).resolve()
         views: dict[Path, frozenset[int] | None] = {spawn.params_path.resolve(): None, target: None}

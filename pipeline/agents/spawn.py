@@ -48,6 +48,8 @@ class SpawnParams(BaseModel):
     scope: str | None = None
     bounded_scope: list[str] | None = None
     mutation_kind: str | None = None
+    changed_section: str | None = None
+    note: str | None = None
     flagged_passages: list[Finding] | None = None
 
     def present(self) -> set[str]:

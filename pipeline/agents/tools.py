@@ -73,6 +73,8 @@ class ToolContext:
     role: str
     repo_root: Path
     output_path: Path | None = None
+    companion_path: Path | None = None
+    """A second writable file: the mechanics companion of a target=both spawn."""
     forbidden: list[ForbiddenFile] = field(default_factory=list)
     bash_timeout: float = 10.0
     code_root: Path | None = None
@@ -86,6 +88,8 @@ class ToolContext:
         self.repo_root = self.repo_root.resolve()
         if self.output_path is not None:
             self.output_path = self._absolute(str(self.output_path)).resolve()
+        if self.companion_path is not None:
+            self.companion_path = self._absolute(str(self.companion_path)).resolve()
 
     def _absolute(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -244,7 +248,7 @@ def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
 
 def _writable(deps: ToolContext, path: str) -> Path:
     target = deps._absolute(path).resolve()
-    if deps.output_path is None or target != deps.output_path:
+    if deps.output_path is None or target not in (deps.output_path, deps.companion_path):
         raise deps.refuse(f"{path}: the {deps.role} role may write only its output_path")
     return target
 

@@ -15,7 +15,7 @@ from pipeline.errors import DesignloopError, ExitCode
 
 
 def _typer_main(argv: list[str]) -> None:
-    from pipeline.cli import reports, runs  # noqa: F401  (registers the run commands)
+    from pipeline.cli import edit, reports, runs  # noqa: F401  (registers the run commands)
     from pipeline.cli.app import app
 
     app(args=argv, prog_name="designloop")

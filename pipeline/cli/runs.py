@@ -280,8 +280,16 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @app.command(name="graph")
-def graph_command() -> None:
-    """Print the creation-kind graph as a Mermaid diagram, drawn by LangGraph from the graph itself."""
+def graph_command(
+    edit: Annotated[bool, typer.Option("--edit", help="the interactive kinds' graph instead")] = False,
+) -> None:
+    """Print the creation-kind graph (or, with --edit, the interactive kinds' graph) as a Mermaid
+    diagram, drawn by LangGraph from the graph itself."""
+    if edit:
+        from pipeline.graph.edit_build import build_edit_graph
+
+        typer.echo(build_edit_graph().get_graph().draw_mermaid())
+        return
     from pipeline.graph.build import build_graph
 
     typer.echo(build_graph().get_graph().draw_mermaid())

@@ -54,6 +54,10 @@ class DesignDir:
     def final(self) -> Path:
         return self.root / "design-final.md"
 
+    @property
+    def final_mechanics(self) -> Path:
+        return self.root / "design-mechanics-final.md"
+
     def rel(self, path: Path) -> str:
         """``path`` as the run records and params files show it: relative to the repository root."""
         return str(path.relative_to(self.repo_root)) if path.is_relative_to(self.repo_root) else str(path)

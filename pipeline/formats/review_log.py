@@ -55,12 +55,21 @@ class MutationEntry:
     working_mode_counter: int | None = None
     extra: list[str] = field(default_factory=list)
     date: dt.date | None = None
+    one_line: str | None = None
+    """A one-line entry (a zero-delta design-sync): this line stands for the whole body."""
 
     def render(self, number: int, run_id: str | None) -> str:
         date = (self.date or dt.date.today()).isoformat()
         parts = [f"## Mutation {number} — {date} — {self.kind} ({self.target_file})", ""]
         if run_id:
             parts += [f"<!-- designloop-run: {run_id} -->", ""]
+        if self.one_line is not None:
+            parts.append(self.one_line)
+            if self.working_mode_counter is not None:
+                parts.append(
+                    f"**Working-mode counter**: {self.working_mode_counter} mechanics-edits since last sync"
+                )
+            return "\n".join(parts) + "\n"
         parts += [f"**Diff summary**: {self.diff_summary}", ""]
         parts.append(f"**Mechanical checks** (target={self.mechanical_target}): {self.mechanical}")
         parts.append(f"**Cold-read** (scope: {self.cold_read_scope}): {self.cold_read}")
@@ -144,6 +153,11 @@ def working_mode_count(entries: list[LogEntry]) -> int:
 
 def sync_suggested(entries: list[LogEntry], at: int = 5) -> bool:
     return working_mode_count(entries) >= at
+
+
+def last_sync(entries: list[LogEntry]) -> LogEntry | None:
+    """The latest design-sync (or phase1-creation) entry: where the working-mode counter restarts."""
+    return next((e for e in reversed(entries) if e.kind in SYNC_RESETS), None)
 
 
 @dataclass(frozen=True, slots=True)

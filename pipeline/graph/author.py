@@ -12,6 +12,7 @@ from pipeline.agents.inputs import RoundInputs, params_for
 from pipeline.formats.findings import blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.stamp import has_stamp, prepend_stamp
+from pipeline.graph.companion import creation_target, stamp_companion
 from pipeline.graph.deps import deps_of
 from pipeline.graph.state import AuthorTurn, Inconclusive, RunState, Update
 
@@ -25,10 +26,11 @@ def step1_seed_scope(state: RunState, config: RunnableConfig) -> Update:
     sends only the run id and the kind, and the defaults fill in the rest.
     """
     deps = deps_of(config)
+    both = creation_target(deps, state.kind)
     if state.draft:
-        return {}
+        return {"target": both}
     target = deps.design.design if state.kind == PHASE1 else deps.design.final
-    return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget}
+    return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget, "target": both}
 
 
 def _fingerprint(path: Path) -> str | None:
@@ -44,7 +46,9 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     round_ = state.round
     deps.events.emit("round", round=round_, budget=state.budget)
     draft = deps.abs(state.draft)
-    inputs = RoundInputs(deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged))
+    inputs = RoundInputs(
+        deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged), target=state.target
+    )
     before = _fingerprint(draft)
     _, result, usage = await deps.spawn(params_for("design-author", inputs))
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.
@@ -86,7 +90,9 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
     wrote = prepend_stamp(path, deps.workflow_sha)
     if wrote:
         deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=deps.workflow_sha.get())
-    return {"stamped": True}
+    # With target=both the seeded companion is stamped with the same SHA.
+    companion = stamp_companion(deps) if state.target == "both" else True
+    return {"stamped": companion}
 
 
 def step6_mechanical_first(state: RunState, config: RunnableConfig) -> Update:

@@ -44,7 +44,8 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
         return {"mechanical": []}
     d = deps.design
     phase1 = state.kind == PHASE1
-    mechanics = d.mechanics if phase1 and d.mechanics.is_file() else None
+    companion = d.mechanics if phase1 else d.final_mechanics
+    mechanics = companion if (phase1 or state.target == "both") and companion.is_file() else None
     # Phase 1 resolves the plan's **Full design** references; phase 4 skips them (they point
     # at the frozen design.md, not at the final artifact).
     request = CheckRequest(

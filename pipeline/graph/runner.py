@@ -18,8 +18,11 @@ from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
+from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
+from pipeline.graph.edit_build import build_edit_graph
+from pipeline.graph.edit_state import EditState
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -54,7 +57,7 @@ class RunResult:
     run_id: str
     kind: str
     exit_code: ExitCode
-    state: RunState | None
+    state: RunState | EditState | None
     paused: dict[str, Any] | None = None
     message: str | None = None
     spent: Usage | None = None
@@ -82,7 +85,20 @@ class RunResult:
             "notes": state.notes if state else [],
             "paused": self.paused,
             "message": self.message,
-        }
+        } | (edit_json(state) if isinstance(state, EditState) else {})
+
+
+def edit_json(state: EditState) -> dict[str, Any]:
+    """What an interactive edit adds to --json: its scope, files, sync suggestion."""
+    scope = state.scope
+    applied = state.applied
+    return {
+        "scope": scope.model_dump(mode="json") if scope else {"cold_read": "skipped"},
+        "files": applied.files if applied else [],
+        "changed_section": applied.changed_section if applied else None,
+        "sync": state.sync.model_dump(mode="json", exclude={"passages"}) if state.sync else None,
+        "sync_suggestion": state.sync_suggestion,
+    }
 
 
 @asynccontextmanager
@@ -99,13 +115,15 @@ async def checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
         yield saver
 
 
-def _state(run: OpenRun, values: dict[str, Any]) -> RunState | None:
-    """The checkpoint's values as a RunState; a state of an earlier format is refused."""
+def _state(run: OpenRun, values: dict[str, Any]) -> RunState | EditState | None:
+    """The checkpoint's values as the kind's state; a state of an earlier format is refused."""
     if not values:
         return None
     if values.get("format") != RUN_FORMAT:
         raise predates(run.run_id, values.get("format", 1))
     try:
+        if run.record.kind not in CREATION_KINDS:
+            return EditState.model_validate(values)
         return RunState.model_validate(values)
     except ValidationError as exc:
         raise _unreadable(run, exc) from None
@@ -120,7 +138,15 @@ def _unreadable(run: OpenRun, exc: ValidationError) -> InputError:
     )
 
 
-def _initial(run: OpenRun) -> RunState:
+def _initial(run: OpenRun) -> RunState | EditState:
+    if run.record.edit is not None:
+        return EditState(
+            run_id=run.run_id,
+            kind=run.record.kind,
+            request=run.record.edit,
+            budget=run.session.limits.iteration_budget,
+            draft=run.record.draft,
+        )
     return RunState(
         run_id=run.run_id,
         kind=run.record.kind,
@@ -153,7 +179,7 @@ async def execute(
         "recursion_limit": 400,
     }
     async with checkpointer(session.runs_dir) as saver:
-        graph = build_graph(saver)
+        graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
         saved = await saver.aget_tuple(config)
         # Check the format before LangGraph reads the state into RunState for its next tasks.
         values = saved.checkpoint["channel_values"] if saved else {}
@@ -205,7 +231,12 @@ async def execute(
         return _result(run, state)
 
 
-def _result(run: OpenRun, state: RunState | None) -> RunResult:
+def _result(run: OpenRun, state: RunState | EditState | None) -> RunResult:
     outcome = state.outcome if state else None
-    code = exit_code_for(outcome.verdict, run.record.options.fail_on) if outcome else ExitCode.FINDINGS
+    edit = run.record.edit
+    # --fail-on should-fix given to the run, or to the edit it records, turns the warning into 1.
+    fail_on: FailOn = (
+        "should-fix" if edit is not None and edit.fail_on == "should-fix" else run.record.options.fail_on
+    )
+    code = exit_code_for(outcome.verdict, fail_on) if outcome else ExitCode.FINDINGS
     return RunResult(run.run_id, run.record.kind, code, state, message=state.summary if state else None)

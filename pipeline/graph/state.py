@@ -196,6 +196,8 @@ class RunState(BaseModel):
     budget: int = 3
     draft: str = ""
     """The document the run writes, relative to the repository root."""
+    target: Literal["design", "both"] = "design"
+    """both when the run also writes the mechanics companion."""
     author: AuthorTurn | None = None
     author_failures: int = 0
     flagged: list[Finding] = []
@@ -237,6 +239,7 @@ class Update(TypedDict, total=False):
     round: int
     budget: int
     draft: str
+    target: Literal["design", "both"]
     author: AuthorTurn
     author_failures: int
     flagged: list[Finding]

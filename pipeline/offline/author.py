@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.research_log import Decision, ResearchLog
 from pipeline.formats.textio import decode
-from pipeline.offline import fixer, plan_names, supersede
+from pipeline.offline import companion, fixer, plan_names, supersede
 from pipeline.offline.driver import Observations
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
@@ -294,6 +294,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
             raise RuntimeError(log_text)
         text = compile_phase1(log_text, obs, plan_names.referenced_sections(params, obs))
         summary = "Compiled the design from the research log's decisions, grounded in the code."
+    text = companion.author_companion(params, obs, text)
     _write(obs, output, text)
     return {"summary": summary, "output_path": output}
 

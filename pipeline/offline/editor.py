@@ -1,30 +1,39 @@
-"""The offline inline editor: applies the deterministic fixes for its flagged passages."""
+"""The offline inline editor: the user's instruction where a rule can carry it out, the
+length-trigger split, the design-sync distillation, and the deterministic fixes for flagged
+findings. What needs judgement is left as it was and said so in the summary."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.offline import fixer
+from pipeline.offline import companion, fixer, instruction, sync
 from pipeline.offline.driver import Observations
+from pipeline.offline.edit_io import read, write_edits
 from pipeline.offline.text import parse_house_style
+
+INSTRUCTION = "edit-instruction"
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     output = params["output_path"]
-    current = obs.call("read", path=output)
-    if current.startswith(("refused:", "error:")):
-        raise RuntimeError(current)
     flagged = params.get("flagged_passages") or []
-    text, fixed, left = fixer.apply(current, flagged, parse_house_style(obs.instructions))
-    if text != current:
-        first_old, _, _rest_old = current.partition("\n")
-        first_new, _, rest_new = text.partition("\n")
-        text = first_old + "\n" + rest_new if first_old != first_new else text
-        for old, new in fixer.edits(current, text):
-            result = obs.call("edit", path=output, old_string=old, new_string=new)
-            if result.startswith(("refused:", "error:")):
-                raise RuntimeError(result)
-    return {
-        "summary": f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.",
-        "output_path": output,
-    }
+    rules = {str(f.get("rule", "")) for f in flagged}
+    if "split-section" in rules:
+        return companion.split_run(params, obs)
+    if any(rule.startswith("sync-") for rule in rules):
+        return sync.run(params, obs)
+    current = read(obs, output)
+    findings = [f for f in flagged if f.get("rule") != INSTRUCTION]
+    text, fixed, left = fixer.apply(current, findings, parse_house_style(obs.instructions))
+    notes = []
+    if findings:
+        notes.append(f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.")
+    for request in (f for f in flagged if f.get("rule") == INSTRUCTION):
+        outcome = instruction.apply(text, str(request.get("message", "")), request.get("section"))
+        text = outcome.text
+        if outcome.applied:
+            notes.append("Carried out: " + "; ".join(outcome.applied) + ".")
+        if outcome.failed:
+            notes.append("Not carried out: " + "; ".join(outcome.failed) + ".")
+    write_edits(obs, output, current, text)
+    return {"summary": " ".join(notes) or "Nothing to change.", "output_path": output}

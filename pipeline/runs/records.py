@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.errors import InputError
+from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.textio import atomic_write
 
 RUN_FORMAT = 2
@@ -49,6 +50,8 @@ class RunRecord(BaseModel):
     models: dict[str, str]
     draft: str
     """The document the run writes, relative to the repository root."""
+    edit: EditRequest | None = None
+    """An interactive kind's change (section, old/new text, content, instruction ...)."""
 
 
 class RunPredatesFormat(InputError):

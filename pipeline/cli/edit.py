@@ -1,0 +1,108 @@
+"""The edit command: one interactive mutation of design.md or its companion, as a checkpointed run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.errors import InputError
+
+if TYPE_CHECKING:
+    from pipeline.formats.edit_request import Choice
+    from pipeline.formats.staleness import StaleQuestion
+
+KINDS = (
+    "content-edit, section-add, section-remove, section-rename, section-move, structural-rewrite, "
+    "length-trigger-crossing, mechanics-edit, design-sync"
+)
+
+
+def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
+    if value is not None and value not in allowed:
+        raise InputError(f"{flag} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _ask(question: StaleQuestion) -> Choice:
+    from rich.prompt import Prompt
+
+    answer = Prompt.ask(question.text(), choices=["a", "b", "c"], default=question.default)
+    return "a" if answer == "a" else "b" if answer == "b" else "c"
+
+
+@app.command()
+def edit(
+    directory: Annotated[Path, typer.Argument(help="the design directory")],
+    kind: Annotated[str, typer.Option("--kind", help=f"the mutation kind: {KINDS}")],
+    section: Annotated[str | None, typer.Option("--section", help="the section the edit is about")] = None,
+    old: Annotated[str | None, typer.Option("--old", help="the exact text to replace (once)")] = None,
+    new: Annotated[str | None, typer.Option("--new", help="the text that replaces --old")] = None,
+    content: Annotated[
+        Path | None, typer.Option("--content", help="a file with a section's body (or the whole design)")
+    ] = None,
+    to: Annotated[str | None, typer.Option("--to", help="the new name (section-rename)")] = None,
+    after: Annotated[str | None, typer.Option("--after", help="the section it goes after")] = None,
+    instruction: Annotated[
+        str | None, typer.Option("--instruction", help="a request for the inline editor role")
+    ] = None,
+    stale_choice: Annotated[
+        str | None, typer.Option("--stale-choice", help="a|b|c: the answer to the staleness question")
+    ] = None,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="should-fix: exit 1 when should-fix findings remain")
+    ] = None,
+    model: ModelOpt = None,
+    role_model: RoleModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    budget: BudgetOpt = None,
+    max_cost: CostOpt = None,
+    runs_dir: RunsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
+
+    Exit 0 PASS (or should-fix findings left, with a warning), 1 blockers remain (or should-fix
+    under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget.
+    """
+    from pipeline.agents.session import SessionOptions
+    from pipeline.cli.fast import resolve
+    from pipeline.cli.runs import _execute, runs_dir_of
+    from pipeline.formats.edit_request import EditRequest
+    from pipeline.formats.textio import read_text
+    from pipeline.runs.edit_setup import prepare_edit
+
+    choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
+    failing = _choice(fail_on, "--fail-on", ("blocker", "should-fix"))
+    text = None
+    if content is not None:
+        text = read_text(resolve(content) or content, what="--content file").text
+    request = EditRequest(
+        kind=kind,
+        section=section,
+        old=old,
+        new=new,
+        content=text,
+        content_file=str(content) if content is not None else None,
+        to=to,
+        after=after,
+        instruction=instruction,
+        fail_on="should-fix" if failing == "should-fix" else "blocker",
+    )
+    chooser: Callable[[StaleQuestion], Choice] | None = None
+    if choice is not None:
+        answer: Choice = "a" if choice == "a" else "b" if choice == "b" else "c"
+        chooser = lambda _question: answer  # noqa: E731
+    elif sys.stdin.isatty() and sys.stdout.isatty() and not as_json:
+        chooser = _ask
+    options = SessionOptions(
+        model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
+    )
+    run = prepare_edit(request, resolve(directory) or directory, options, chooser)
+    if not as_json:
+        typer.echo(f"run {run.run_id}", err=True)
+    _execute(run, False, as_json)

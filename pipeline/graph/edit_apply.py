@@ -1,0 +1,254 @@
+"""Step 1 (apply the edit inline) and Step 1.5 (design-sync's distillation) of the
+interactive kinds, and the inline-editor spawn they and Step 6 share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.runnables import RunnableConfig
+
+from pipeline.agents.inputs import EditScope, RoundInputs, params_for
+from pipeline.agents.usage import RoleUsage
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.edit_ops import plan_edit, plan_files
+from pipeline.formats.edit_plan import EditPlan, read_live
+from pipeline.formats.edits import find_section, parse
+from pipeline.formats.findings import Finding
+from pipeline.formats.refs import propagate_plan
+from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
+from pipeline.formats.stamp import STAMP_RE, first_line, stamp_line
+from pipeline.formats.sync_delta import (
+    baseline_path,
+    mechanics_sections,
+    section_deltas,
+    view_changed,
+    without_stamp,
+)
+from pipeline.formats.textio import atomic_write_bytes, read_text
+from pipeline.graph.deps import RunDeps, deps_of
+from pipeline.graph.edit_state import Applied, EditState, EditUpdate, SyncDelta
+from pipeline.runs.edit_setup import snapshot_reader, touched_files
+
+EDITOR = "inline-editor"
+
+
+def guard_line1(deps: RunDeps, path: Path) -> str | None:
+    """Put back a stamped line 1 the editor changed; returns a note when it had to."""
+    before = snapshot_reader(deps.design, deps.run_dir)(path)
+    if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
+        return None
+    now = path.read_bytes()
+    head = before.split(b"\n", 1)[0] + b"\n"
+    if now.startswith(head):
+        return None
+    atomic_write_bytes(path, head + (now.split(b"\n", 1)[1] if b"\n" in now else b""))
+    return f"the inline editor changed line 1 of {path.name}; the stamp line was put back"
+
+
+async def spawn_editor(
+    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: str
+) -> tuple[str, RoleUsage, str | None, str | None]:
+    """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note)."""
+    d = deps.design
+    inputs = RoundInputs(d, state.run_id, state.kind, state.round, path, tuple(flagged))
+    scope = EditScope(
+        scope="whole-doc",
+        changed_section=changed,
+        target=target,
+        mechanics=d.mechanics if d.mechanics.is_file() else None,
+    )
+    _, result, usage = await deps.spawn(params_for(EDITOR, inputs, edit=scope))
+    summary = str(getattr(result.output, "summary", "")) if result.output else ""
+    return summary, usage, result.error, guard_line1(deps, path)
+
+
+def changed_files(deps: RunDeps) -> tuple[list[str], list[str]]:
+    """Files that differ from the edit's starting snapshot, and those that did not exist then."""
+    read = snapshot_reader(deps.design, deps.run_dir)
+    changed, created = [], []
+    for path in touched_files(deps.design):
+        before, now = read(path), read_live(path)
+        if before != now:
+            changed.append(deps.rel(path))
+            if before is None:
+                created.append(deps.rel(path))
+    return changed, created
+
+
+def _companion_filled(d: DesignDir) -> bool:
+    if not d.mechanics.is_file():
+        return False
+    return any(body.strip() for body in mechanics_sections(read_text(d.mechanics).text, d.mechanics).values())
+
+
+async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 1: the edit, applied inline. Exact operations are planned whole and written at
+    once; an instruction or the length-trigger split goes to the inline editor."""
+    deps = deps_of(config)
+    if state.kind == "design-sync":
+        return {}
+    deps.events.emit("round", round=state.round, budget=state.budget)
+    d = deps.design
+    plan = EditPlan(snapshot_reader(d, deps.run_dir))
+    planned = plan_edit(state.request.model_copy(), d, plan, stamp_line(deps.workflow_sha.get()))
+    written = plan.commit()
+    deps.events.emit("edit_applied", files=[deps.rel(p) for p in written])
+    update: EditUpdate = {"notes": [], "usage": []}
+    editor = None
+    if planned.passages and planned.editor_file is not None:
+        target = "both" if state.kind == "length-trigger-crossing" else "design"
+        if planned.editor_file == d.mechanics:
+            target = "mechanics"
+        editor, usage, error, note = await spawn_editor(
+            state, deps, planned.editor_file, planned.passages, planned.changed_section, target
+        )
+        update["usage"] = [usage]
+        update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
+    files, created = changed_files(deps)
+    applied = bool(files) and (state.kind != "length-trigger-crossing" or _companion_filled(d))
+    update["applied"] = Applied(
+        applied=applied,
+        files=files,
+        created=created,
+        changed_section=planned.changed_section,
+        summary=planned.summary,
+        editor=editor,
+        touched_mechanics=planned.touched_mechanics or deps.rel(d.mechanics) in files,
+        references=planned.references,
+    )
+    return update
+
+
+def _sync_passages(deps: RunDeps, design: str, mechanics: str) -> tuple[list[Finding], list[str], bool]:
+    """The companion's changes since the last sync as the editor's passages, the changes as
+    text, and whether the baseline was on record."""
+    d = deps.design
+    base = baseline_path(d.workflow)
+    have_baseline = base.is_file()
+    # No record of the last sync: design.md's own sections stand in for what was distilled.
+    old = without_stamp(read_text(base).text) if have_baseline else design
+    deltas = section_deltas(old, without_stamp(mechanics), d.mechanics)
+    if not have_baseline:
+        deltas = [x for x in deltas if x.kind == "changed" or x.kind == "added"]
+    passages: list[Finding] = []
+    changes: list[str] = []
+    for delta in deltas:
+        changes.append(delta.describe())
+        if not view_changed(delta, d.mechanics):
+            continue
+        passages.append(
+            Finding(
+                severity="blocker",
+                rule=f"sync-{delta.kind}",
+                section=delta.name,
+                quote=delta.old_name,
+                message=f'design-mechanics.md {delta.describe()} since the last sync; re-distill design.md §"'
+                f'{delta.name}"',
+                suggested_fix=deps.rel(base) if have_baseline else "",
+            )
+        )
+    return passages, changes, have_baseline
+
+
+def _propagate_sync(deps: RunDeps, passages: list[Finding]) -> list[str]:
+    """Plan and track references follow the sections the sync renamed or removed."""
+    plan = EditPlan(read_live)
+    touched: set[str] = set()
+    for passage in passages:
+        if passage.rule not in ("sync-renamed", "sync-removed") or not passage.section:
+            continue
+        old = passage.quote if passage.rule == "sync-renamed" else passage.section
+        new = passage.section if passage.rule == "sync-renamed" else None
+        for path in plan_files(deps.design):
+            text, change = propagate_plan(plan.text(path), old or "", new)
+            if change.total:
+                plan.set(path, text)
+                touched.add(deps.rel(path))
+    plan.commit()
+    return sorted(touched)
+
+
+async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 1.5: re-distill design.md from the companion's changes since the last sync; a
+    zero delta is noted and skips the review."""
+    deps = deps_of(config)
+    deps.events.emit("round", round=state.round, budget=state.budget)
+    d = deps.design
+    entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
+    since = last_sync(entries)
+    design, mechanics = read_text(d.design).text, read_text(d.mechanics).text
+    read = snapshot_reader(d, deps.run_dir)
+    start = read(d.design)
+    passages, changes, baseline = _sync_passages(
+        deps, design if start is None else start.decode("utf-8"), mechanics
+    )
+    sync = SyncDelta(
+        since=since.number if since else None,
+        baseline=baseline,
+        mechanics_edits=working_mode_count(entries),
+        changes=changes,
+        zero=not passages,
+        passages=passages,
+    )
+    update: EditUpdate = {"sync": sync, "notes": [], "usage": []}
+    if not baseline:
+        update["notes"] = [
+            "no record of the companion at the last sync; design.md was compared section by section"
+        ]
+    editor = None
+    if passages:
+        editor, usage, error, note = await spawn_editor(state, deps, d.design, passages, None, "design")
+        update["usage"] = [usage]
+        update["notes"] = update["notes"] + [
+            n for n in (note, f"inline-editor: {error}" if error else None) if n
+        ]
+    references = _propagate_sync(deps, passages)
+    files, created = changed_files(deps)
+    summary = (
+        f"Re-distilled design.md from the companion's changes since "
+        f"{f'Mutation {since.number}' if since else 'its creation'}: {'; '.join(changes)}."
+        if passages
+        else "Zero-delta sync."
+    )
+    update["applied"] = Applied(
+        applied=bool(files) or not passages,
+        files=files,
+        created=created,
+        summary=summary,
+        editor=editor,
+        touched_mechanics=True,
+        references=references,
+    )
+    return update
+
+
+def sync_stale(state: EditState, deps: RunDeps) -> list[Finding]:
+    """The distillation's passages design.md still does not follow (checked every round)."""
+    if state.sync is None or not state.sync.passages:
+        return []
+    d = deps.design
+    now = parse(read_text(d.design).text, d.design)
+    start = snapshot_reader(d, deps.run_dir)(d.design)
+    before = parse(start.decode("utf-8") if start else "", d.design)
+    out: list[Finding] = []
+    for passage in state.sync.passages:
+        name = passage.section or ""
+        present, old = find_section(now, name), find_section(before, name)
+        if passage.rule == "sync-removed":
+            ok = present is None
+        elif passage.rule in ("sync-added", "sync-renamed"):
+            ok = present is not None
+        else:
+            ok = present is not None and (old is None or now.text_of(present) != before.text_of(old))
+        if not ok:
+            out.append(
+                Finding(
+                    severity="should-fix",
+                    rule="sync-stale",
+                    section=name,
+                    file=deps.rel(d.design),
+                    message=f'design.md §"{name}" does not yet follow the companion ({passage.rule})',
+                    suggested_fix=f'rewrite §"{name}" from design-mechanics.md §"{name}"',
+                )
+            )
+    return out

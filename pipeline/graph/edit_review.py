@@ -1,0 +1,233 @@
+"""Steps 2 to 6 of the interactive kinds: the cold-read scope, the mechanical checks, the
+cold reads, the merge and the single-agent fix loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.runnables import RunnableConfig
+
+from pipeline.agents.inputs import EditScope, RoundInputs, params_for
+from pipeline.agents.roles import load_prompt
+from pipeline.checks.engine import CheckRequest, run_checks
+from pipeline.checks.fixes import apply_fixes
+from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc, load_design
+from pipeline.formats.findings import Finding, blocking, merge
+from pipeline.formats.mutations import kind_rule
+from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
+from pipeline.graph.deps import RunDeps, deps_of
+from pipeline.graph.edit_apply import spawn_editor, sync_stale
+from pipeline.graph.edit_state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
+
+COMPREHENSION = "comprehension-review"
+AUDITOR = "readability-auditor"
+SYNC_NOTE = "design-sync-note.md"
+
+
+def bounded_sections(doc: DesignDoc, changed: str, roadmap: bool) -> list[str]:
+    """The changed section, its neighbours (not for section-add), Overview and Core Concepts."""
+    level2 = [s.name for s in doc.level2()]
+    out = [changed]
+    if not roadmap and changed in level2:
+        at = level2.index(changed)
+        out += [level2[i] for i in (at - 1, at + 1) if 0 <= i < len(level2)]
+    out += [name for name in (OVERVIEW, CORE_CONCEPTS) if name in level2]
+    return list(dict.fromkeys(out))
+
+
+def step2_scope(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 2: the cold-read scope from the kind's row, escalated to whole-doc on every Nth
+    counted mutation (all but mechanics-edit, counted from the review log)."""
+    deps = deps_of(config)
+    d = deps.design
+    rule = kind_rule(state.kind)
+    entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
+    every = deps.limits.periodic_whole_doc_every
+    due = periodic_whole_doc_due(entries, state.kind, every)
+    applied = state.applied
+    changed = applied.changed_section if applied else None
+    target = rule.resolve_target(bool(applied and applied.touched_mechanics))
+    cold: str = rule.cold_read
+    sections: list[str] = []
+    if cold == "none":
+        cold = "skipped"
+    elif cold.startswith("bounded") and not due and changed:
+        doc = load_design(d.design)
+        if doc.find(changed) is not None:
+            sections = bounded_sections(doc, changed, roadmap=cold == "bounded-roadmap")
+        cold = "bounded" if sections else "whole-doc"
+    else:
+        cold = "whole-doc"
+    scope = Scope(
+        cold_read="bounded" if cold == "bounded" else "skipped" if cold == "skipped" else "whole-doc",
+        sections=sections,
+        escalated=due and rule.reviewed,
+        periodic_count=0 if state.kind == "mechanics-edit" else periodic_count(entries) + 1,
+        target=target,
+        mechanical_scope="bounded" if cold == "bounded" else "whole-doc",
+        changed_section=changed,
+        prose_pass=rule.prose_pass,
+    )
+    deps.events.emit(
+        "check",
+        round=state.round,
+        check="scope",
+        cold_read=scope.cold_read,
+        sections=sections,
+        escalated=scope.escalated,
+        target=target,
+    )
+    return {"scope": scope}
+
+
+def _existing(path: Path) -> Path | None:
+    return path if path.exists() else None
+
+
+def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 3: the mechanical checks with the kind's --target and --scope, plan references included."""
+    deps = deps_of(config)
+    d = deps.design
+    scope = state.scope
+    assert scope is not None
+    request = CheckRequest(
+        design_path=d.design,
+        mechanics_path=_existing(d.mechanics),
+        plan_path=_existing(d.plan),
+        plan_dir=_existing(d.plan_dir),
+        changed_section=scope.changed_section if scope.mechanical_scope == "bounded" else None,
+        target=scope.target,
+        scope=scope.mechanical_scope,
+    )
+    findings = [
+        f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
+        for f in run_checks(request, deps.limits)
+    ]
+    deps.events.emit(
+        "check",
+        round=state.round,
+        check="mechanical",
+        target=scope.target,
+        scope=scope.mechanical_scope,
+        findings=len(findings),
+        blockers=sum(1 for f in findings if f.severity == "blocker"),
+    )
+    return {"mechanical": findings}
+
+
+def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
+    d = deps.design
+    scope = state.scope
+    assert scope is not None
+    return EditScope(
+        scope=scope.cold_read if scope.cold_read != "skipped" else "whole-doc",
+        sections=tuple(scope.sections),
+        changed_section=scope.changed_section,
+        target=scope.target,
+        mechanics=_existing(d.mechanics),
+        plan_path=_existing(d.plan),
+        plan_dir=_existing(d.plan_dir),
+        note=load_prompt(SYNC_NOTE, d.repo_root).strip() if state.kind == "design-sync" else None,
+    )
+
+
+async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> EditUpdate:
+    deps = deps_of(config)
+    d = deps.design
+    inputs = RoundInputs(d, state.run_id, state.kind, state.round, d.design)
+    _, result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
+    review = result.review
+    draft = deps.rel(d.design)
+    findings = [f.located(draft, result.role) for f in review.findings] if review else []
+    verdict = review.verdict if review else "INCONCLUSIVE"
+    deps.events.emit(
+        "check", round=state.round, check=role, verdict=verdict, findings=len(blocking(findings))
+    )
+    read = ColdRead(
+        round=state.round,
+        role=role,
+        status=result.status,
+        verdict=verdict,
+        error=result.error,
+        findings=findings,
+    )
+    return {"reads": [read], "usage": [usage]}
+
+
+async def step4_comprehension_gate(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 4: the cold comprehension gate over the kind's scope."""
+    return await _cold_read(state, config, COMPREHENSION)
+
+
+async def step4_readability_auditor(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 4 (design-sync only): one cold readability pass over the whole re-distilled design,
+    the single prose owner (S4). Its params carry no slice_count or total_lines."""
+    return await _cold_read(state, config, AUDITOR)
+
+
+def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 5: mechanical, cold-read (and the distillation's open) findings as one list."""
+    deps = deps_of(config)
+    reads = state.this_round_reads()
+    merged = merge([*state.mechanical, *(f for r in reads for f in r.findings), *sync_stale(state, deps)])
+    inconclusive = [r.role for r in reads if r.status != "ok"]
+    history = EditRound(
+        round=state.round,
+        mechanical=len(blocking(state.mechanical)),
+        cold_read=len(blocking(f for r in reads for f in r.findings)),
+        inconclusive=inconclusive,
+    )
+    deps.events.emit(
+        "check",
+        round=state.round,
+        check="merged",
+        open=len(blocking(merged)),
+        inconclusive=inconclusive,
+        findings=[f.model_dump(mode="json") for f in blocking(merged)],
+    )
+    return {"merged": merged, "history": [history]}
+
+
+async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
+    """Step 6: blockers first, then should-fix. Auto-applicable fixes are applied exactly; the
+    rest go to the inline editor, one spawn per file. The round is spent either way."""
+    deps = deps_of(config)
+    d = deps.design
+    open_ = state.open_findings()
+    exact = [
+        f.model_copy(update={"file": str(deps.abs(f.file))})
+        for f in open_
+        if f.auto_applicable and f.fix is not None and f.file is not None
+    ]
+    applied = apply_fixes(exact) if exact else {}
+    auto = sum(applied.values())
+    rest = [f for f in open_ if not (f.auto_applicable and f.fix is not None)]
+    editable = {deps.rel(d.design): d.design, deps.rel(d.mechanics): d.mechanics}
+    summaries: list[str] = []
+    notes: list[str] = []
+    usages = []
+    for rel, path in editable.items():
+        mine = [f for f in rest if (f.file or rel) == rel and path.is_file()]
+        if rel == deps.rel(d.mechanics):
+            mine = [f for f in rest if f.file == rel]
+        if not mine:
+            continue
+        target = "mechanics" if path == d.mechanics else "design"
+        changed = state.scope.changed_section if state.scope else None
+        summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
+        usages.append(usage)
+        summaries.append(f"{path.name}: {summary}" if summary else f"{path.name}: {error}")
+        notes += [n for n in (note,) if n]
+    left = [f for f in rest if f.file is not None and f.file not in editable]
+    if left:
+        notes.append(
+            f"round {state.round}: {len(left)} finding(s) in the plan files are not the editor's to fix "
+            "(implementation-plan.md and plan/ have their own gates)"
+        )
+    turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=bool(auto or summaries))
+    deps.events.emit("fix", round=state.round, auto=auto, editor=len(summaries))
+    return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}
+
+
+def blockers(findings: list[Finding]) -> bool:
+    return any(f.severity == "blocker" for f in findings)

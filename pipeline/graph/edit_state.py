@@ -1,0 +1,150 @@
+"""The interactive kinds' run state: the single-agent loop's typed records (the checkpoint format).
+
+It shares the creation state's Finding, usage, outcome and verdicts; what differs is the loop:
+one inline apply, the cold-read scope, a cold read per round and the editor's fixes.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.agents.usage import RoleUsage
+from pipeline.formats.edit_request import EditRequest
+from pipeline.formats.findings import Finding, blocking
+from pipeline.graph.state import Outcome, Record, Status
+from pipeline.runs.records import RUN_FORMAT
+
+ColdScope = Literal["bounded", "whole-doc", "skipped"]
+Target = Literal["design", "mechanics", "both"]
+
+
+class Applied(Record):
+    """Step 1 (and 1.5): what the edit changed on disk."""
+
+    applied: bool
+    files: list[str]
+    """Files the edit changed, relative to the repository root."""
+    created: list[str] = Field(default_factory=list)
+    changed_section: str | None = None
+    summary: str
+    editor: str | None = None
+    """The inline editor's own summary, when it ran."""
+    touched_mechanics: bool = False
+    references: list[str] = Field(default_factory=list)
+
+
+class SyncDelta(Record):
+    """Step 1.5: the companion's changes since the last sync."""
+
+    since: int | None
+    """The review-log entry of the last sync (or phase1-creation)."""
+    baseline: bool
+    """Whether the companion as it was at the last sync was on record."""
+    mechanics_edits: int
+    changes: list[str]
+    zero: bool
+    passages: list[Finding] = Field(default_factory=list)
+    """What the editor was asked to distill; each is checked against design.md every round."""
+
+
+class Scope(Record):
+    """Step 2: the cold-read scope and the mechanical check's flags."""
+
+    cold_read: ColdScope
+    sections: list[str] = Field(default_factory=list)
+    escalated: bool = False
+    """The periodic whole-doc counter made this read whole-doc."""
+    periodic_count: int = 0
+    """This mutation's place among the counted entries (all but mechanics-edit)."""
+    target: Target
+    mechanical_scope: Literal["bounded", "whole-doc"]
+    changed_section: str | None = None
+    prose_pass: bool = False
+
+
+class ColdRead(Record):
+    """Step 4: one review role's cold read in one round."""
+
+    round: int
+    role: str
+    status: Status
+    verdict: str
+    error: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class FixTurn(Record):
+    """Step 6: one round's fixes, exact and through the editor."""
+
+    round: int
+    auto: int
+    editor: list[str] = Field(default_factory=list)
+    """The editor's summaries, one per file it worked on."""
+    changed: bool
+
+
+class EditRound(Record):
+    round: int
+    mechanical: int
+    cold_read: int
+    inconclusive: list[str] = Field(default_factory=list)
+
+
+class EditState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = RUN_FORMAT
+    run_id: str
+    kind: str
+    request: EditRequest
+    round: int = 1
+    budget: int = 3
+    draft: str = ""
+    """The primary file (design.md, or design-mechanics.md for mechanics-edit)."""
+    applied: Applied | None = None
+    sync: SyncDelta | None = None
+    scope: Scope | None = None
+    mechanical: list[Finding] = Field(default_factory=list)
+    reads: Annotated[list[ColdRead], operator.add] = Field(default_factory=list)
+    merged: list[Finding] = Field(default_factory=list)
+    fixes: Annotated[list[FixTurn], operator.add] = Field(default_factory=list)
+    notes: Annotated[list[str], operator.add] = Field(default_factory=list)
+    usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
+    history: Annotated[list[EditRound], operator.add] = Field(default_factory=list)
+    outcome: Outcome | None = None
+    review_entry: int | None = None
+    sync_suggestion: str | None = None
+    summary: str | None = None
+
+    def budget_left(self) -> bool:
+        return self.round < self.budget
+
+    def this_round_reads(self) -> list[ColdRead]:
+        return [r for r in self.reads if r.round == self.round]
+
+    def open_findings(self) -> list[Finding]:
+        """This round's blockers and should-fix findings, blockers first."""
+        return blocking(self.merged)
+
+
+class EditUpdate(TypedDict, total=False):
+    round: int
+    budget: int
+    draft: str
+    applied: Applied
+    sync: SyncDelta
+    scope: Scope
+    mechanical: list[Finding]
+    reads: list[ColdRead]
+    merged: list[Finding]
+    fixes: list[FixTurn]
+    notes: list[str]
+    usage: list[RoleUsage]
+    history: list[EditRound]
+    outcome: Outcome
+    review_entry: int
+    sync_suggestion: str
+    summary: str
