@@ -25,6 +25,8 @@ from pipeline.offline.text import (
     code_spans,
     defines_acronym,
     doc_from_text,
+    keywords,
+    known_acronyms,
     parse_house_style,
     sentences,
 )
@@ -178,9 +180,8 @@ def compile_phase1(log_text: str, obs: Observations) -> str:
         out += ["## Decision Records", ""]
         for decision in bearing:
             out += record_lines(decision)
-    known = parse_house_style(obs.instructions).get("hs-acronym")
     text = "\n".join(out).rstrip() + "\n"
-    return code_unknown_caps(text, known.known if known else frozenset())
+    return code_unknown_caps(text, known_acronyms(obs.instructions) | keywords(obs.instructions))
 
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Entry]]:
