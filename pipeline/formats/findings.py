@@ -51,6 +51,8 @@ class Finding(BaseModel):
     fix: SkipJsonSchema[Fix | None] = None
     role: SkipJsonSchema[str | None] = None
     """Who reported it: a role's name, or ``mechanical``."""
+    unlocated: SkipJsonSchema[bool] = False
+    """The orchestrator could not find the quote in the reviewed file (formats.md §9)."""
 
     @property
     def blocking(self) -> bool:
@@ -83,6 +85,8 @@ class Finding(BaseModel):
         text = f"{self.rule}" + (f" {where}" if where else "") + f": {self.message}"
         if self.quote and self.quote not in self.message:
             text += f' — "{" ".join(self.quote.split())}"'
+        if self.unlocated:
+            text += " (unlocated: the quote is not in the file)"
         return text
 
     def to_json(self) -> dict[str, object]:
@@ -99,6 +103,8 @@ class Finding(BaseModel):
         }
         if self.decision_shaped:
             data["decision_shaped"] = True
+        if self.unlocated:
+            data["unlocated"] = True
         if self.role is not None:
             data["role"] = self.role
         if self.fix is not None:

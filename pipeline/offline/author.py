@@ -20,6 +20,7 @@ from pipeline.offline import fixer, supersede
 from pipeline.offline.driver import Observations
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
+from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     clean,
     code_spans,
@@ -27,7 +28,6 @@ from pipeline.offline.text import (
     doc_from_text,
     keywords,
     known_acronyms,
-    parse_house_style,
     sentences,
 )
 
@@ -271,10 +271,11 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     if int(params.get("round", 1)) > 1 and flagged:
         current = obs.call("read", path=output)
         if not _failed(current):
+            current = read_whole(obs, output)
             extra = [f for f in flagged if f.get("rule") == "abs-missing-record"]
-            text, fixed, left = fixer.apply(current, flagged, parse_house_style(obs.instructions))
+            text, fixed, left = fixer.apply(current, flagged, obs.instructions)
             if extra and params.get("research_log_path"):
-                text, added = seed_records(text, obs.call("read", path=params["research_log_path"]), extra)
+                text, added = seed_records(text, read_whole(obs, params["research_log_path"]), extra)
                 fixed, left = fixed + added, left - added
             _write(obs, output, text)
             return {
@@ -283,15 +284,11 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                 "output_path": output,
             }
     if params.get("kind") == "phase4-creation":
-        frozen = obs.call("read", path=params["design_path"])
-        if _failed(frozen):
-            raise RuntimeError(frozen)
+        frozen = read_whole(obs, params["design_path"])
         text = compile_phase4(frozen, obs, params["episodes_path"])
         summary = "Compiled the final design from the frozen design, the track episodes and the code."
     else:
-        log_text = obs.call("read", path=params["research_log_path"])
-        if _failed(log_text):
-            raise RuntimeError(log_text)
+        log_text = read_whole(obs, params["research_log_path"])
         text = compile_phase1(log_text, obs)
         summary = "Compiled the design from the research log's decisions, grounded in the code."
     _write(obs, output, text)

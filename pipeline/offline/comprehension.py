@@ -189,7 +189,7 @@ def dangling_refs(view: ProseView, report: Report) -> None:
                 f"'{match.group(0)}': there is no '{match.group('name').strip()}' section",
                 "name an existing section, or add the section",
             )
-        _pointers(block, index, last, dangling)
+        _pointers(view, block, index, last, dangling)
 
 
 def _last_seen(view: ProseView) -> dict[str, int]:
@@ -201,16 +201,52 @@ def _last_seen(view: ProseView) -> dict[str, int]:
     return last
 
 
-def _pointers(block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
+CLAUSE_RE = re.compile(r"[,;:()\[\]—–]|\s-\s")
+
+
+def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> set[str]:
+    """What a pointer promises: the words of its own clause (an aside in parentheses, or the
+    clause between commas), else of the clause before it, within its sentence."""
+    spans = sentence_spans(prose)
+    first, last = next(((a, b) for a, b in spans if a <= start < b), (0, len(prose)))
+    cuts = [first, *(m.start() for m in CLAUSE_RE.finditer(prose, first, last)), last]
+    before = max((c for c in cuts if c <= start), default=first)
+    after = min((c for c in cuts if c >= end), default=last)
+    clause = prose[before:start] + " " + prose[end:after]
+    subject = {w for w in content_words(clause) if w not in skip}
+    if not subject:
+        earlier = max((c for c in cuts if c < before), default=first)
+        subject = {w for w in content_words(prose[earlier:before]) if w not in skip}
+    return subject
+
+
+def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str]) -> bool:
+    """A "below" pointer in the last sentence of a paragraph that leads into a heading, a
+    list, a table or code: what follows is what it points at."""
+    if "below" not in match.group(0).lower() or block.in_list or block.kind != "paragraph":
+        return False
+    spans = sentence_spans(block.prose)
+    if not spans or match.start() < spans[-1][0]:
+        return False
+    following = next((b for b in view.blocks[index + 1 :] if not b.in_quote), None)
+    if any(
+        block.end < region.start and (following is None or region.start < following.start)
+        for region in view.code
+    ):
+        return True
+    return following is not None and (following.kind in ("heading", "cell") or following.in_list)
+
+
+def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
     """ "Described below" whose subject never comes up again after it, wherever it sits."""
     skip = lexicon().pointer_words
     for pattern in lexicon().forward_refs:
         for match in pattern.finditer(block.prose):
-            spans = sentence_spans(block.prose)
-            start, end = next(((a, b) for a, b in spans if a <= match.start() < b), (0, len(block.prose)))
-            sentence = block.prose[start : match.start()] + " " + block.prose[match.end() : end]
-            subject = {w for w in content_words(sentence) if w not in skip}
-            if subject and not any(last.get(w, -1) > index for w in subject):
+            if _introduces(view, index, block, match):
+                continue
+            subject = _pointer_subject(block.prose, match.start(), match.end(), skip)
+            later = sum(1 for w in subject if last.get(w, -1) > index)
+            if subject and later * 2 < len(subject):
                 dangling(
                     block,
                     match.start(),

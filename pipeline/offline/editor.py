@@ -6,16 +6,14 @@ from typing import Any
 
 from pipeline.offline import fixer
 from pipeline.offline.driver import Observations
-from pipeline.offline.text import parse_house_style
+from pipeline.offline.pages import read_whole
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     output = params["output_path"]
-    current = obs.call("read", path=output)
-    if current.startswith(("refused:", "error:")):
-        raise RuntimeError(current)
+    current = read_whole(obs, output)
     flagged = params.get("flagged_passages") or []
-    text, fixed, left = fixer.apply(current, flagged, parse_house_style(obs.instructions))
+    text, fixed, left = fixer.apply(current, flagged, obs.instructions)
     if text != current:
         first_old, _, _rest_old = current.partition("\n")
         first_new, _, rest_new = text.partition("\n")

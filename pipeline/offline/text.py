@@ -171,20 +171,33 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 
 
+@cache
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@cache
 def stem(word: str) -> str:
+    """The word's Porter2 stem ("allowed", "allows", "allowing" -> "allow")."""
     word = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+    return str(_stemmer().stemWord(word))
+
+
+HYPHEN_RE = re.compile(r"[-\u2010\u2011\u2012\u2013]")
 
 
 def content_words(text: str) -> set[str]:
+    """Stems of the text's meaningful words; a hyphenated compound counts as its parts, so
+    "fail-open", "fail open" and "fails open" say the same."""
     stop = lexicon().stopwords
-    return {stem(w) for w in words(text) if w.lower() not in stop and len(w) > 2 and not w.isdigit()}
+    out: set[str] = set()
+    for word in words(text):
+        for part in HYPHEN_RE.split(word):
+            if part and part.lower() not in stop and len(part) > 2 and not part.isdigit():
+                out.add(stem(part))
+    return out
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
