@@ -221,8 +221,9 @@ def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> 
 
 
 def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str]) -> bool:
-    """A "below" pointer in the last sentence of a paragraph that leads into a heading, a
-    list, a table or code: what follows is what it points at."""
+    """A "below" pointer in the last sentence of a paragraph that leads into its own
+    subsections (or its sibling subsections), a list, a table or code: what follows is what
+    it points at."""
     if "below" not in match.group(0).lower() or block.in_list or block.kind != "paragraph":
         return False
     spans = sentence_spans(block.prose)
@@ -234,7 +235,14 @@ def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str])
         for region in view.code
     ):
         return True
-    return following is not None and (following.kind in ("heading", "cell") or following.in_list)
+    if following is None:
+        return False
+    if following.kind == "heading":
+        # It leads into its own subsections ("### ..." under the "## ..." it sits in), or
+        # from one subsection into its siblings under the same part.
+        own = next((h.level for h in reversed(view.headings) if h.line < block.start), 0)
+        return following.level > own or (own >= 3 and following.level == own)
+    return following.kind == "cell" or following.in_list
 
 
 def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
