@@ -80,8 +80,10 @@ def check(log_text: str) -> list[dict[str, Any]]:
 
 def _contradiction(a: Any, b: Any) -> str | None:
     # b adopts what a rejected
+    own = content_words(a.decision) | content_words(a.title)
     for alt in alternatives(a.alternatives):
-        alt_words = content_words(alt)
+        # What sets the alternative apart from what a chose; shared subject words prove nothing.
+        alt_words = content_words(alt) - own
         if len(alt_words) >= 2 and containment(alt_words, content_words(b.decision)) >= 0.75:
             return f"D{b.number} adopts '{alt}', which D{a.number} rejected"
     if jaccard(a.key_terms, b.key_terms) >= 0.3:
