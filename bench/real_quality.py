@@ -21,8 +21,8 @@ random sample of the rest) for labelling.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import json
 import random
 import shutil
