@@ -31,6 +31,8 @@ class Use:
     block: Block
     start: int
     end: int
+    linked: bool = False
+    """The acronym is the text of a link to an outside page: one click defines it."""
 
     @property
     def line(self) -> int:
@@ -100,7 +102,8 @@ def uses(block: Block, lexicon: Lexicon) -> Iterator[Use]:
         if href is not None and href.startswith("#"):
             continue  # a table-of-contents entry names a heading; the heading is not a use either
         if lexicon.is_acronym(token):
-            yield Use(base(token), block, match.start(), match.end())
+            linked = href is not None and not href.startswith("#")
+            yield Use(base(token), block, match.start(), match.end(), linked)
 
 
 def _initials(words: list[str]) -> str:
@@ -171,3 +174,27 @@ def definitions(text: str) -> set[str]:
                 found.add("".join(run[i:j]))
         run = []
     return {base(f) for f in found} | found
+
+
+def long_forms(text: str) -> set[str]:
+    """Acronyms spelled out in lower case ("load balancer" -> LB): runs of two to six words of
+    four letters or more (hyphenated parts count), whose initials make the acronym."""
+    found: set[str] = set()
+    run: list[str] = []
+    for word in [*LOWER_RE.findall(text), ""]:
+        if len(word) >= 4:
+            run.append(word[0].upper())
+            continue
+        for i in range(len(run)):
+            for j in range(i + 2, min(len(run), i + LONGEST) + 1):
+                found.add("".join(run[i:j]))
+        run = []
+    return found
+
+
+def titled(text: str) -> set[str]:
+    """Acronyms a title carries as the document's own kind ("KEP-1880: ...")."""
+    return set(re.findall(r"\b([A-Z]{2,6})-\d+", text))
+
+
+LOWER_RE = re.compile(r"[a-z]+|[^a-z\s-]+")

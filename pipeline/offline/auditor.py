@@ -168,19 +168,24 @@ def _acronyms(
     if rule is None or not blocks:
         return
     seen: set[str] = set()
-    defined: set[str] = set()
+    title = next((h.text for h in view.headings if h.level == 1), "")
+    defined: set[str] = acronyms.titled(title)
+    previous: set[str] = set()
     for block in view.blocks:
         if block.start >= blocks[0].start:
             break
-        defined |= acronyms.definitions(block.prose)
+        previous = acronyms.long_forms(block.prose)
+        defined |= acronyms.definitions(block.prose) | previous
     for block in blocks:
-        here = acronyms.definitions(block.prose)
+        spelled = acronyms.long_forms(block.prose)
+        here = acronyms.definitions(block.prose) | spelled | previous
+        previous = spelled
         for use in acronyms.uses(block, lexicon):
             if use.token in seen:
                 report.also_at(rule.id, use.token, use.line)
                 continue
             seen.add(use.token)
-            if use.token in defined or use.token in here:
+            if use.token in defined or use.token in here or use.linked:
                 continue
             report.add(
                 rule.id,

@@ -117,13 +117,17 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
     """Each acronym at its first use: defined there or earlier, later only, or never."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
+    previous: set[str] = set()
     for block in view.blocks:
-        here = acronyms.definitions(block.prose)
-        per_block.append(here)
-        for token in here:
+        explicit = acronyms.definitions(block.prose)
+        spelled = acronyms.long_forms(block.prose)
+        per_block.append(explicit | spelled | previous)
+        previous = spelled
+        for token in explicit:  # "defined only later" needs an explicit definition
             defined_at.setdefault(token, block.start)
     seen: set[str] = set()
-    known_so_far: set[str] = set()
+    title = next((h.text for h in view.headings if h.level == 1), "")
+    known_so_far: set[str] = acronyms.titled(title)
     for block, here in zip(view.blocks, per_block, strict=True):
         if block.kind == "heading":
             known_so_far |= here
@@ -133,7 +137,7 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
                 report.also_at("cr-term-order", use.token, use.line)
                 continue
             seen.add(use.token)
-            if use.token in known_so_far or use.token in here:
+            if use.token in known_so_far or use.token in here or use.linked:
                 continue
             later = defined_at.get(use.token)
             where = f"defined only later, on line {later}" if later else "never defined"

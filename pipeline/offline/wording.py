@@ -19,7 +19,12 @@ NEGATION_RE = re.compile(
     r"(?:\b(?:not|no|never|nor|too|so|as|how|more|less|most|least|without)|n['’]t)\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
-DETERMINER_RE = re.compile(r"\b(?:the|this|that|an?|one|two|three|each|every|any|its|no)\s+$", re.IGNORECASE)
+DETERMINER_RE = re.compile(
+    r"\b(?:the|this|that|these|those|an?|one|two|three|each|every|any|some|what|which|another|no|"
+    r"its|their|your|my|our|his|her)\s+$",
+    re.IGNORECASE,
+)
+COMPARATIVE_RE = re.compile(r"\b(?:more|less|most|least|as|very|quite|not|un)\s+$", re.IGNORECASE)
 AFTER_RE = re.compile(r"^\s+(?:enough|than|as)\b", re.IGNORECASE)
 GERUND_RE = re.compile(r"^\s+\w+(?:ing|ed)\b", re.IGNORECASE)
 NOUN_SENSES = frozenset({"underscore", "underscores", "paradigm", "realm", "testament", "leverage"})
@@ -57,7 +62,11 @@ def carries_meaning(text: str, start: int, end: int, term: str) -> bool:
     if graded and NEGATION_RE.search(before):
         return True  # "not very", "not actually", "more powerful", "too elegant"
     if word == "very" and DETERMINER_RE.search(before):
-        return True  # "the very first"
+        return True  # "the very first", "their very first"
+    if word in ("kind of", "sort of") and DETERMINER_RE.search(before):
+        return True  # "some kind of block", "this sort of thing": a type, not a hedge
+    if word == "likely to" and COMPARATIVE_RE.search(before):
+        return True  # "more likely to", "less likely to": a comparison
     return word in ("actually", "really") and bool(GERUND_RE.match(after))
 
 
