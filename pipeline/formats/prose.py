@@ -126,15 +126,25 @@ class ProseView:
     front_matter: Region | None = None
     headings: list[HeadingRef] = field(default_factory=list)
     _section_lines: list[int] = field(default_factory=list)
+    _starts: list[int] = field(default_factory=list)
+    _heads: list[int] = field(default_factory=list)
     _section_names: list[str] = field(default_factory=list)
 
-    def paragraphs(self, start: int = 1, end: int | None = None) -> list[Block]:
-        stop = len(self.lines) if end is None else end
-        return [b for b in self.blocks if b.kind != "heading" and start <= b.start <= stop]
-
     def prose_blocks(self, start: int = 1, end: int | None = None) -> list[Block]:
+        """Blocks starting between two lines (a bisection over the block starts)."""
         stop = len(self.lines) if end is None else end
-        return [b for b in self.blocks if start <= b.start <= stop]
+        starts = [b.start for b in self.blocks] if len(self._starts) != len(self.blocks) else self._starts
+        self._starts = starts
+        return self.blocks[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, stop)]
+
+    def paragraphs(self, start: int = 1, end: int | None = None) -> list[Block]:
+        return [b for b in self.prose_blocks(start, end) if b.kind != "heading"]
+
+    def heading_before(self, line: int) -> HeadingRef | None:
+        """The last heading (any level) above ``line``."""
+        heads = self._heads if len(self._heads) == len(self.headings) else [h.line for h in self.headings]
+        index = bisect.bisect_left(heads, line)
+        return self.headings[index - 1] if index > 0 else None
 
     def non_prose_lines(self) -> set[int]:
         """Lines of code, HTML blocks, link definitions and front matter."""
@@ -322,6 +332,8 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
             if block is not None:
                 view.blocks.append(block)
     _references(view, env)
+    view._starts = [b.start for b in view.blocks]
+    view._heads = [h.line for h in view.headings]
     return view
 
 

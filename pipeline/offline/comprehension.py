@@ -49,7 +49,7 @@ def _norm(name: str) -> str:
 def _glossary(view: ProseView, block: Block) -> bool:
     names = {n.lower() for n in lexicon().glossary_names}
     section = (view.section_at(block.start) or "").lower().rstrip(":")
-    heading = next((h for h in reversed(view.headings) if h.line < block.start), None)
+    heading = view.heading_before(block.start)
     return section in names or (heading is not None and heading.text.lower().rstrip(":") in names)
 
 
@@ -244,7 +244,8 @@ def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str])
     if following.kind == "heading":
         # It leads into its own subsections ("### ..." under the "## ..." it sits in), or
         # from one subsection into its siblings under the same part.
-        own = next((h.level for h in reversed(view.headings) if h.line < block.start), 0)
+        above = view.heading_before(block.start)
+        own = above.level if above is not None else 0
         return following.level > own or (own >= 3 and following.level == own)
     return following.kind == "cell" or following.in_list
 
