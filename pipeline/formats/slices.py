@@ -57,6 +57,23 @@ def _nearest(points: Sequence[int], target: int, reach: float) -> int | None:
     return best
 
 
+def _outside_code(start: int, code: frozenset[int], previous: int, limit: int) -> int:
+    """A start that falls inside code moves to the code block's first line (its fence), or
+    past its end when the block began before the previous slice; a slice never starts
+    inside code unless no line outside it is left."""
+    if start not in code:
+        return start
+    first = start
+    while first - 1 in code:
+        first -= 1
+    if first > previous and (first - 1 not in code):
+        return first
+    after = start
+    while after in code and after < limit:
+        after += 1
+    return after if after not in code else start
+
+
 def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max: int = 250) -> list[Slice]:
     """Contiguous 1-based inclusive slices covering every line exactly once."""
     total = len(lines)
@@ -83,7 +100,8 @@ def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max:
             snapped = target
         if snapped <= starts[-1]:
             snapped = starts[-1] + 1  # only reachable with non-default window/cap
-        starts.append(min(snapped, limit))
+        snapped = _outside_code(min(snapped, limit), code, starts[-1], limit)
+        starts.append(snapped)
     ends = [s - 1 for s in starts[1:]] + [total]
     return list(zip(starts, ends, strict=True))
 
