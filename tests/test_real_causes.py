@@ -172,3 +172,27 @@ def test_same_input_same_bytes(tmp_path: Path) -> None:
         d = repo(tmp_path / name, "nixos-0062-content-addressed-paths.md")
         outputs.append(json.dumps([f.model_dump(mode="json") for f in both(d)], sort_keys=True))
     assert outputs[0] == outputs[1] and len(outputs[0]) > 100
+
+
+def test_every_should_fix_the_auditor_raises_on_long_prose_is_fixed_by_the_fixer(tmp_path: Path) -> None:
+    # Real over-long prose from the corpus: a 77-word sentence (rust pub(restricted)), an
+    # 84-word sentence (KEP-1880) and a 223-word paragraph (Kotlin Uuid), in one design.
+    picks = [
+        ("rust-1422-pub-restricted.md", 787, 796),
+        ("k8s-kep-1880-multiple-service-cidrs.md", 630, 634),
+        ("kotlin-keep-0382-uuid.md", 470, 486),
+    ]
+    body = []
+    for doc, first, last in picks:
+        lines = (REAL / doc).read_text(encoding="utf-8").split("\n")[first - 1 : last]
+        body += ["## " + doc.split(".")[0], "", "\n".join(line.strip() for line in lines), ""]
+    text = "# Long prose\n\n## Overview\n\nA design made of long passages.\n\n" + "\n".join(body)
+    d = repo(tmp_path, "react-0002-new-version-of-context.md")
+    d.design.write_text(text, encoding="utf-8")
+    flagged = [f for f in review(d, "readability-auditor") if f.blocking]
+    assert {"hs-sentence-length", "hs-wall-of-text"} <= {f.rule for f in flagged}
+    instructions = (Path(__file__).parent.parent / "prompts" / "house-style.md").read_text()
+    fixed, count, left = fixer.apply(text, [f.model_dump(mode="json") for f in flagged], instructions)
+    assert count == len(flagged) and left == 0
+    d.design.write_text(fixed, encoding="utf-8")
+    assert not [f for f in review(d, "readability-auditor") if f.blocking]
