@@ -190,11 +190,9 @@ def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Ent
         return []
     names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
     base = episodes_path.rstrip("/")
-    texts = obs.call_many([("read", {"path": f"{base}/{n}"}) for n in names])
     out = []
-    for name, text in zip(names, texts, strict=True):
-        if _failed(text):
-            continue
+    for name in names:
+        text = read_whole(obs, f"{base}/{name}")
         plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))
         title = next((h.text for h in plan.structure.headings if h.level == 1), name)
         out += [(name, title, e) for e in plan.episodes]
