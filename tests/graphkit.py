@@ -50,6 +50,14 @@ def writes(text: Callable[[int], str]) -> Engine:
     return run
 
 
+TRIP = (
+    "and then checks the tenant, the route, the bucket, the refill rate, the time of the last refill and "
+    "the number of tokens that remain, and it records the answer in the table, in the log and in the metrics "
+    "so that an operator who looks at the dashboard later can see what the limiter decided for each request"
+)
+"""A clause that makes its sentence run past the house style's hard limit (a should-fix the fixer splits)."""
+
+
 def long_design(flag_word: str | None = None, sections: int = 14) -> str:
     """A clean design of about 340 lines (two auditor slices); ``flag_word`` lands in the last section."""
     out = ["# Generated design", "", "## Overview", "", "A small service keeps counters for each tenant.", ""]

@@ -20,6 +20,7 @@ from pipeline.agents.review import review_once
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.formats.design_dir import DesignDir, open_design_dir
+from pipeline.formats.findings import SEVERITY_ORDER
 from pipeline.settings import Limits, data_dir
 
 FILES = {"design": "_workflow/design.md", "log": "_workflow/research-log.md", "final": "design-final.md"}
@@ -57,6 +58,7 @@ class Case:
     file: str
     expect: str
     edits: tuple[tuple[str, str], ...]
+    severity: str = "should-fix"
 
 
 @dataclass(slots=True)
@@ -76,7 +78,15 @@ class RoleScore:
 def load_cases(corpus: Path) -> list[Case]:
     data = tomllib.loads((corpus / "defects.toml").read_text(encoding="utf-8"))
     return [
-        Case(c["id"], c["role"], c["base"], c["file"], c["expect"], tuple((a, b) for a, b in c["edits"]))
+        Case(
+            c["id"],
+            c["role"],
+            c["base"],
+            c["file"],
+            c["expect"],
+            tuple((a, b) for a, b in c["edits"]),
+            c.get("severity", "should-fix"),
+        )
         for c in data["defect"]
     ]
 
@@ -139,7 +149,8 @@ def evaluate(corpus: Path) -> dict[str, RoleScore]:
             findings, status = asyncio.run(_findings(d, case.role, draft))
             score = scores[case.role]
             score.planted += 1
-            hit = any(f.rule == case.expect and f.severity in ("blocker", "should-fix") for f in findings)
+            rank = SEVERITY_ORDER[case.severity]
+            hit = any(f.rule == case.expect and SEVERITY_ORDER[f.severity] <= rank for f in findings)
             if hit and status == "ok":
                 score.found += 1
             else:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from agentkit import make_repo
-from graphkit import PASS, finding, go, long_design, returns, start, writes
+from graphkit import PASS, TRIP, finding, go, long_design, returns, start, writes
 
 from pipeline.errors import ExitCode, WiringError
 from pipeline.formats.research_log import load_research_log
@@ -51,7 +51,7 @@ def test_clean_in_round_one_with_the_offline_engine(tmp_path: Path) -> None:
 def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    author = writes(lambda r: long_design("robust" if r == 1 else None))
+    author = writes(lambda r: long_design(TRIP if r == 1 else None))
     result = go(
         run_dir,
         {"design-author": author, "absorption-check": returns(PASS), "comprehension-review": returns(PASS)},
@@ -195,7 +195,7 @@ def test_warm_up_changes_timing_not_results(tmp_path: Path) -> None:
     for warm in (True, False):
         d = make_repo(tmp_path / str(warm))
         run_dir = start(d, tmp_path / str(warm), warmup=warm)
-        models = {"design-author": writes(lambda r: long_design("robust" if r == 1 else None))}
+        models = {"design-author": writes(lambda r: long_design(TRIP if r == 1 else None))}
 
         def slow_warmup(deps: Any) -> None:
             deps.settings = RunSettings(warmup_delay=0.3)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from agentkit import make_repo
 from conftest import run_cli
-from graphkit import PASS, go, long_design, returns, start, writes
+from graphkit import PASS, TRIP, go, long_design, returns, start, writes
 
 
 def test_report_shows_findings_per_round_settled_sections_costs_diff_and_entry(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    author = writes(lambda r: long_design("robust" if r == 1 else None))
+    author = writes(lambda r: long_design(TRIP if r == 1 else None))
     result = go(run_dir, {"design-author": author, "absorption-check": returns(PASS)})
     assert result.state is not None and result.state.round == 2
     done = run_cli(["report", run_dir.name, "--runs-dir", str(tmp_path / "runs")])
@@ -21,7 +21,7 @@ def test_report_shows_findings_per_round_settled_sections_costs_diff_and_entry(t
     markdown = (run_dir / "report.md").read_text()
     assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.split("<svg", 1)[0]
     assert "round 1: 1 should-fix" in page and "<title>round 1: 1 should-fix</title>" in page
-    assert "hs-ai-tell" not in markdown  # the report counts findings; the review log names them
+    assert "hs-sentence-length" not in markdown  # the report counts findings; the review log names them
     assert "| 1 | Part of the service 13 | 0 | 1 | 0 |" in markdown
     assert "- round 2: " in markdown and "Part of the service 0" in markdown.split("## Settled sections")[1]
     assert "| readability-auditor | 3 |" in markdown  # two slices in round 1, one in round 2

@@ -12,6 +12,7 @@ from pipeline.agents.inputs import round1_spawns
 from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.spawn import prefix_share
 from pipeline.errors import InputError
+from pipeline.formats.anchor import anchor_in_file
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.research_log_edits import append_gate_entry
@@ -49,6 +50,10 @@ async def review_once(
         results, texts = [], []
         for index, item in enumerate(params):
             spawn, result = await runtime.spawn(item, d, index if len(params) > 1 else None)
+            reviewed = item.target_path or item.draft_path or item.design_path or item.research_log_path
+            if result.review is not None and reviewed is not None:
+                findings = anchor_in_file(result.review.findings, d.abs(reviewed))
+                result.output = result.review.model_copy(update={"findings": findings})
             results.append(result)
             texts.append(spawn.full_text)
         entry = None

@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic_ai import RunContext, Tool
 
 from pipeline.agents.psi import SKIP_DIRS, CodeIndex, build_index
+from pipeline.formats.paging import cut_note, page_note
 from pipeline.formats.textio import atomic_write
 
 MAX_READ_CHARS = 400_000
@@ -163,7 +164,9 @@ def _refusal(exc: Refused) -> str:
 def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
     """Read a text file in the repository (a directory lists its entries).
 
-    `offset` is the first line (1-based); `limit` caps the number of lines.
+    `offset` is the first line (1-based); `limit` caps the number of lines. One call returns
+    at most 400,000 characters of whole lines; a result that is not the whole file ends with
+    a note `[lines X-Y of N; call again with offset=...]`.
     """
     deps = ctx.deps
     try:
@@ -182,12 +185,26 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return "\n".join(entries) if entries else "(empty directory)"
     if not real.is_file():
         return f"error: {path}: no such file"
-    data = deps.visible(real, real.read_bytes()[: MAX_READ_CHARS * 4].decode("utf-8", "replace"))
+    data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
     lines = data.splitlines(keepends=True)
+    total = len(lines)
     start = max(1, offset) - 1
-    chosen = lines[start : start + limit] if limit else lines[start:]
-    return "".join(chosen)[:MAX_READ_CHARS]
+    stop = min(total, start + limit) if limit and limit > 0 else total
+    if start >= total:
+        return (
+            "" if total == 0 and start == 0 else f"[no lines from offset={start + 1}; the file has {total}]"
+        )
+    taken, size = start, 0
+    while taken < stop and size + len(lines[taken]) <= MAX_READ_CHARS:
+        size += len(lines[taken])
+        taken += 1
+    if taken == start:  # one line longer than a whole page: return it cut, and say so
+        return lines[start][:MAX_READ_CHARS].rstrip("\n") + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
+    text = "".join(lines[start:taken])
+    if start == 0 and taken == total:
+        return text
+    return text + ("" if text.endswith("\n") else "\n") + page_note(start + 1, taken, total)
 
 
 def _walk_files(deps: ToolContext, base: Path) -> list[Path]:

@@ -51,6 +51,8 @@ class Finding(BaseModel):
     fix: SkipJsonSchema[Fix | None] = None
     role: SkipJsonSchema[str | None] = None
     """Who reported it: a role's name, or ``mechanical``."""
+    unlocated: SkipJsonSchema[bool] = False
+    """The orchestrator could not find the quote in the reviewed file (formats.md §9)."""
 
     @property
     def blocking(self) -> bool:
@@ -83,6 +85,8 @@ class Finding(BaseModel):
         text = f"{self.rule}" + (f" {where}" if where else "") + f": {self.message}"
         if self.quote and self.quote not in self.message:
             text += f' — "{" ".join(self.quote.split())}"'
+        if self.unlocated:
+            text += " (unlocated: the quote is not in the file)"
         return text
 
     def to_json(self) -> dict[str, object]:
@@ -99,6 +103,8 @@ class Finding(BaseModel):
         }
         if self.decision_shaped:
             data["decision_shaped"] = True
+        if self.unlocated:
+            data["unlocated"] = True
         if self.role is not None:
             data["role"] = self.role
         if self.fix is not None:
@@ -118,18 +124,28 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=Finding.sort_key)
 
 
+def _subject(f: Finding) -> tuple[object, ...]:
+    """What a finding is about: its rule, file and quote (an acronym, a term, a sentence)."""
+    quote = " ".join((f.quote or "").split()).lower()
+    return (f.rule, f.file, quote) if quote else (f.rule, f.file, f.section, f.line, f.message)
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """One deduplicated list, blockers first (the seed's Step 5).
 
-    A finding that restates another (same rule, severity, file, section, line and quote) is
-    dropped; the first one reported stands.
+    Findings about the same subject (same rule, file and quote), such as one acronym reported
+    by several auditor slices, become one: the most severe, earliest one stands and lists the
+    other lines in its message.
     """
-    seen: set[tuple[object, ...]] = set()
-    out: list[Finding] = []
+    groups: dict[tuple[object, ...], list[Finding]] = {}
     for f in findings:
-        key = (f.rule, f.severity, f.file, f.section, f.line, f.quote)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(f)
+        groups.setdefault(_subject(f), []).append(f)
+    out: list[Finding] = []
+    for group in groups.values():
+        first = min(group, key=lambda f: (SEVERITY_ORDER[f.severity], f.line or 0))
+        others = sorted({f.line for f in group if f.line is not None and f.line != first.line})
+        if others and not any(f"line {n}" in first.message or f" {n}," in first.message for n in others):
+            shown = ", ".join(str(n) for n in others[:8]) + (", ..." if len(others) > 8 else "")
+            first = first.model_copy(update={"message": f"{first.message} (also on lines {shown})"})
+        out.append(first)
     return sorted(out, key=lambda f: SEVERITY_ORDER[f.severity])

@@ -12,22 +12,32 @@ from dataclasses import dataclass
 
 from pipeline.errors import WiringError
 from pipeline.formats.findings import WIRING_ERROR, Finding
+from pipeline.formats.markdown import parse_structure
 from pipeline.settings import Limits
 
 Slice = tuple[int, int]
 
 
-def cut_candidates(lines: Sequence[str]) -> list[int]:
-    """1-based lines starting with ``## `` or ``# Part`` outside fences (``` or ~~~ toggles)."""
-    found: list[int] = []
-    fenced = False
-    for number, line in enumerate(lines, start=1):
-        if line.startswith("```") or line.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if not fenced and (line.startswith("## ") or line.startswith("# Part")):
-            found.append(number)
-    return found
+def code_lines(lines: Sequence[str]) -> frozenset[int]:
+    """1-based lines inside fenced or indented code, fence markers included (CommonMark)."""
+    text = "\n".join(lines) + "\n"
+    return parse_structure(text, list(lines)).code_lines
+
+
+def cut_candidates(lines: Sequence[str], code: frozenset[int] | None = None) -> list[int]:
+    """1-based lines starting with ``## `` or ``# Part`` outside fenced code."""
+    code = code_lines(lines) if code is None else code
+    return [
+        number
+        for number, line in enumerate(lines, start=1)
+        if number not in code and (line.startswith("## ") or line.startswith("# Part"))
+    ]
+
+
+def blank_candidates(lines: Sequence[str], code: frozenset[int] | None = None) -> list[int]:
+    """Blank lines outside code: a blank line inside a fence is never a cut point (§8.3)."""
+    code = code_lines(lines) if code is None else code
+    return [n for n, line in enumerate(lines, start=1) if not line.strip() and n not in code]
 
 
 def expected_slice_count(total_lines: int, window: int = 200, cap: int = 6, single_max: int = 250) -> int:
@@ -47,14 +57,34 @@ def _nearest(points: Sequence[int], target: int, reach: float) -> int | None:
     return best
 
 
+def _outside_code(start: int, code: frozenset[int], previous: int, limit: int) -> int:
+    """A start that falls inside code moves to the code block's first line (its fence), or
+    past its end when the block began before the previous slice; a slice never starts
+    inside code unless no line outside it is left."""
+    if start not in code:
+        return start
+    first = start
+    while first - 1 in code:
+        first -= 1
+    if first > previous and (first - 1 not in code):
+        return first
+    after = start
+    while after in code and after < limit:
+        after += 1
+    return after if after not in code else start
+
+
 def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max: int = 250) -> list[Slice]:
     """Contiguous 1-based inclusive slices covering every line exactly once."""
     total = len(lines)
     if total == 0:
         return []
     n = expected_slice_count(total, window, cap, single_max)
-    candidates = cut_candidates(lines)
-    blanks = [i for i, line in enumerate(lines, start=1) if not line.strip()]
+    if n == 1:
+        return [(1, total)]
+    code = code_lines(lines)
+    candidates = cut_candidates(lines, code)
+    blanks = blank_candidates(lines, code)
     reach = window / 2
     starts = [1]
     for i in range(1, n):
@@ -70,7 +100,8 @@ def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max:
             snapped = target
         if snapped <= starts[-1]:
             snapped = starts[-1] + 1  # only reachable with non-default window/cap
-        starts.append(min(snapped, limit))
+        snapped = _outside_code(min(snapped, limit), code, starts[-1], limit)
+        starts.append(snapped)
     ends = [s - 1 for s in starts[1:]] + [total]
     return list(zip(starts, ends, strict=True))
 

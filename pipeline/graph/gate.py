@@ -11,6 +11,7 @@ from langgraph.types import interrupt
 
 from pipeline.agents.inputs import RoundInputs, params_for, second_check_role
 from pipeline.agents.review import write_review_file
+from pipeline.formats.anchor import anchor_in_file
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
@@ -44,6 +45,7 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
     _, result, usage = await deps.spawn(params)
     review = result.review
     findings = [f.located(state.draft, result.role) for f in review.findings] if review else []
+    findings = anchor_in_file(findings, deps.abs(state.draft))
     if params.output_path is not None and review is not None:
         write_review_file(deps.abs(params.output_path), review)
     verdict = review.verdict if review else "INCONCLUSIVE"

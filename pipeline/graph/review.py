@@ -15,6 +15,7 @@ from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for, second_c
 from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
+from pipeline.formats.anchor import anchor_in_file
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
@@ -142,6 +143,7 @@ async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> 
     )
     spawn, result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
     findings = [f.located(task.draft, result.role) for f in result.review.findings] if result.review else []
+    findings = anchor_in_file(findings, deps.abs(task.draft))
     audit = Audit(
         round=task.round,
         index=task.index,
@@ -161,6 +163,7 @@ async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) ->
     role = second_check_role(task.kind)
     _, result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
     findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
+    findings = anchor_in_file(findings, deps.abs(task.draft))
     check = SecondCheck(
         round=task.round, role=role, status=result.status, error=result.error, findings=findings
     )

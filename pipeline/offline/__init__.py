@@ -30,4 +30,4 @@ def offline_model(role: str) -> FunctionModel:
             f"the offline engine has no implementation of role {role!r}",
             hint="configure a model for it with --role-model ROLE=MODEL",
         )
-    return engine_model(role, engine)
+    return engine_model(role, engine, review=role not in ("design-author", "inline-editor"))

@@ -6,6 +6,7 @@ from typing import Any
 
 from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import log_from_text, records, similarity, view_of_decision
+from pipeline.offline.pages import read_whole
 from pipeline.offline.text import antonym_conflict, doc_from_text, review_finding, verdict_of
 
 MATCH = 0.5
@@ -16,15 +17,29 @@ def _finding(
     section: str | None,
     message: str,
     fix: str,
-    quote: str | None = None,
+    at: tuple[int, str] | None = None,
     decision_shaped: bool = False,
 ) -> dict[str, Any]:
-    return review_finding(rule, message, fix, section=section, quote=quote, decision_shaped=decision_shaped)
+    line, quote = at if at else (None, None)
+    return review_finding(
+        rule, message, fix, section=section, line=line, quote=quote, decision_shaped=decision_shaped
+    )
+
+
+def _heading(lines: list[str], line: int | None) -> tuple[int, str] | None:
+    """A heading line of the draft and its text without the ``#`` marks (an exact quote)."""
+    if line is None or not 0 < line <= len(lines):
+        return None
+    return line, lines[line - 1].lstrip("#").strip()
 
 
 def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
     log = log_from_text(log_text)
     draft = doc_from_text(draft_text)
+    lines = draft.lines
+    container = draft.find("Decision Records")
+    title = draft.title
+    where_records = container.start if container else (title[0] if title else None)
     decisions = {d.number: view_of_decision(d) for d in log.decisions}
     bearing = [view_of_decision(d) for d in log.load_bearing()]
     recs = records(draft)
@@ -40,7 +55,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
                         "Decision Records",
                         f"D{rec.number} cites research-log D{rec.source}, which the log does not have",
                         "point **Source:** at the log decision this record absorbs",
-                        f"D{rec.number}: {rec.title}",
+                        _heading(lines, rec.line),
                     )
                 )
                 continue
@@ -56,7 +71,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
                         f"D{rec.number} says '{conflict[0]}' where research-log D{rec.source} says "
                         f"'{conflict[1]}'",
                         "restate the decision as the log records it",
-                        f"D{rec.number}: {rec.title}",
+                        _heading(lines, rec.line),
                     )
                 )
     for decision in bearing:
@@ -74,6 +89,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
                 f"load-bearing research-log D{decision.number} ({decision.title}) has no decision record",
                 f"add '### D<n>: {decision.title}' under ## Decision Records with "
                 f"**Source:** research-log D{decision.number}",
+                _heading(lines, where_records),
             )
         )
     all_log = list(decisions.values())
@@ -88,7 +104,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
                 "Decision Records",
                 f"D{rec.number} ({rec.title}) records a decision the research log does not have",
                 "take it to the research log's Decision Log and its adversarial gate, or drop it",
-                f"D{rec.number}: {rec.title}",
+                _heading(lines, rec.line),
                 decision_shaped=True,
             )
         )
@@ -96,11 +112,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    log_text, draft_text = obs.call_many(
-        [("read", {"path": params["research_log_path"]}), ("read", {"path": params["draft_path"]})]
-    )
-    for text in (log_text, draft_text):
-        if text.startswith(("refused:", "error:")):
-            raise RuntimeError(text)
+    log_text = read_whole(obs, params["research_log_path"])
+    draft_text = read_whole(obs, params["draft_path"])
     findings = check(log_text, draft_text)
     return verdict_of(findings)

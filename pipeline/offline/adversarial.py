@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import alternatives, is_empty, log_from_text, view_of_decision
+from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     antonym_conflict,
     containment,
@@ -20,12 +21,21 @@ from pipeline.offline.text import (
 )
 
 
-def _finding(severity: str, rule: str, section: str, message: str, fix: str) -> dict[str, Any]:
-    return review_finding(rule, message, fix, severity=severity, section=section)
+def _finding(
+    severity: str, rule: str, section: str, message: str, fix: str, at: tuple[int, str] | None = None
+) -> dict[str, Any]:
+    line, quote = at if at else (None, None)
+    return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
+
+
+def _heading(lines: list[str], line: int) -> tuple[int, str]:
+    """A decision's heading line and its text without the ``###`` (an exact quote)."""
+    return line, lines[line - 1].lstrip("#").strip() if 0 < line <= len(lines) else ""
 
 
 def check(log_text: str) -> list[dict[str, Any]]:
     log = log_from_text(log_text)
+    lines = log.structure.lines
     views = [view_of_decision(d) for d in log.decisions]
     out: list[dict[str, Any]] = []
     forks = lexicon().fork_words
@@ -38,6 +48,7 @@ def check(log_text: str) -> list[dict[str, Any]]:
                     d.id,
                     f"{d.id} ({d.title}) chooses between options but names no rejected alternative",
                     "name each alternative and why it lost under **Alternatives rejected:**",
+                    _heading(lines, d.line),
                 )
             )
         if d.value("Rationale") is None or is_empty(view.rationale):
@@ -48,6 +59,7 @@ def check(log_text: str) -> list[dict[str, Any]]:
                     d.id,
                     f"{d.id} ({d.title}) gives no rationale",
                     "add **Rationale:** with the reason this option won",
+                    _heading(lines, d.line),
                 )
             )
     for (da, a), (db, b) in combinations(zip(log.decisions, views, strict=True), 2):
@@ -60,6 +72,7 @@ def check(log_text: str) -> list[dict[str, Any]]:
                     f"{da.id}, {db.id}",
                     f"{da.id} and {db.id} contradict each other: {reason}",
                     "reconcile the two decisions, or record which one supersedes the other",
+                    _heading(lines, db.line),
                 )
             )
     return out
@@ -67,8 +80,10 @@ def check(log_text: str) -> list[dict[str, Any]]:
 
 def _contradiction(a: Any, b: Any) -> str | None:
     # b adopts what a rejected
+    own = content_words(a.decision) | content_words(a.title)
     for alt in alternatives(a.alternatives):
-        alt_words = content_words(alt)
+        # What sets the alternative apart from what a chose; shared subject words prove nothing.
+        alt_words = content_words(alt) - own
         if len(alt_words) >= 2 and containment(alt_words, content_words(b.decision)) >= 0.75:
             return f"D{b.number} adopts '{alt}', which D{a.number} rejected"
     if jaccard(a.key_terms, b.key_terms) >= 0.3:
@@ -79,8 +94,5 @@ def _contradiction(a: Any, b: Any) -> str | None:
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    text = obs.call("read", path=params["research_log_path"])
-    if text.startswith(("refused:", "error:")):
-        raise RuntimeError(text)
-    findings = check(text)
+    findings = check(read_whole(obs, params["research_log_path"]))
     return verdict_of(findings)

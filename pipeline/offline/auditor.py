@@ -2,7 +2,10 @@
 
 It reads its params, its slice of the design and the standing anchors, and nothing else.
 The rules and their word lists come from the house style in its own instructions, so a
-user's prompts/house-style.md override changes both a model's audit and this one.
+user's prompts/house-style.md override changes both a model's audit and this one. The
+text it judges is the prose view (formats.prose): code, HTML comments, link targets, URLs
+and front matter are never prose. Every finding carries its line and an exact quote; a rule
+reports a subject (a term, an acronym) once, with the other lines it saw listed.
 """
 
 from __future__ import annotations
@@ -10,37 +13,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
-from pipeline.offline import prose_lint
+from pipeline.offline import acronyms, prose_lint, wording
 from pipeline.offline.driver import Observations
+from pipeline.offline.pages import read_lines
+from pipeline.offline.report import SEVERITIES, Report
 from pipeline.offline.text import (
     HouseRule,
-    Paragraph,
-    acronym_base,
-    acronyms_in,
-    clean,
-    defines_acronym,
-    doc_from_text,
-    find_terms,
-    paragraphs,
+    keywords,
+    known_acronyms,
     parse_house_style,
-    quote_of,
     review_finding,
-    sentences,
+    sentence_spans,
     verdict_of,
-    words,
 )
 
 PASSIVE_RE = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.IGNORECASE)
 DASH_RE = re.compile(r"—|(?<=\s)--(?=\s)")
 
 
-def finding(
-    rule: HouseRule, section: str | None, quote: str | None, message: str, fix: str
-) -> dict[str, Any]:
-    severity = rule.severity if rule.severity in ("blocker", "should-fix", "suggestion") else "should-fix"
-    return review_finding(rule.id, message, fix, severity=severity, section=section, quote=quote)
+def _severity(rule: HouseRule, measure: float | None = None) -> str:
+    severity = rule.severity if rule.severity in SEVERITIES else "should-fix"
+    if measure is not None and rule.hard_limit is not None and measure <= rule.hard_limit:
+        return "suggestion"
+    return severity
 
 
 def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
@@ -53,199 +50,196 @@ def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def _term_rules(rules: dict[str, HouseRule]) -> list[HouseRule]:
-    return [r for r in rules.values() if r.terms]
-
-
-def audit(doc: DesignDoc, start: int, end: int, rules: dict[str, HouseRule]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    paras = paragraphs(doc, start, end)
-    name = doc.section_name_at
-    # Term rules, per prose line (inline code and link targets are not prose).
-    for para in paras:
-        for number, raw in para.lines:
-            text = clean(raw)
-            for rule in _term_rules(rules):
-                for term, match in find_terms(text, rule.terms):
-                    repl = rule.replace.get(term.lower())
-                    fix = (
-                        (
-                            f"replace '{match.group(0)}' with '{repl}'"
-                            if repl
-                            else f"delete '{match.group(0)}'"
-                        )
-                        if repl is not None
-                        else f"rewrite without '{match.group(0)}': {rule.advice}"
-                    )
-                    out.append(
-                        finding(
-                            rule,
-                            name(number),
-                            match.group(0),
-                            f"{rule.title.lower()}: '{match.group(0)}' (line {number})",
-                            fix,
-                        )
-                    )
-    long_rule, wall_rule, passive_rule = (
-        rules.get("hs-sentence-length"),
-        rules.get("hs-wall-of-text"),
-        rules.get("hs-passive-stack"),
-    )
-    for para in paras:
-        _sentence_rules(para, name(para.start), long_rule, passive_rule, out)
-        if wall_rule and wall_rule.limit and len(words(para.text)) > wall_rule.limit:
-            count = len(words(para.text))
-            out.append(
-                finding(
-                    wall_rule,
-                    name(para.start),
-                    quote_of(para.raw, 0, 60, 0),
-                    f"paragraph of {count} words (limit {wall_rule.limit:g}) at line {para.start}",
-                    "break it into shorter paragraphs or a list of steps",
+def _term_rules(view: ProseView, blocks: list[Block], rules: dict[str, HouseRule], report: Report) -> None:
+    for rule in (r for r in rules.values() if r.terms):
+        for block in blocks:
+            for hit in wording.hits(block, rule):
+                said = block.text[hit.start : hit.end]
+                repl = rule.replace.get(hit.term.lower())
+                if repl is None:
+                    fix = f"rewrite without '{said}': {rule.advice}"
+                else:
+                    fix = f"replace '{said}' with '{repl}'" if repl else f"delete '{said}'"
+                report.add(
+                    rule.id,
+                    hit.term.lower(),
+                    _severity(rule),
+                    hit.line,
+                    hit.quote,
+                    f"{rule.title.lower()}: '{said}'",
+                    fix,
                 )
-            )
-    dash_rule = rules.get("hs-em-dash")
-    if dash_rule and dash_rule.limit:
-        _dash_density(doc, start, end, paras, dash_rule, out)
-    acro_rule = rules.get("hs-acronym")
-    if acro_rule:
-        _acronyms(doc, start, end, paras, acro_rule, out)
-    seen = {(f["rule"], f["section"], (f["quote"] or "").lower()) for f in out}
-    for item in prose_lint.lint(doc, paras):
-        if not any(item["quote"] and item["quote"].lower() == q and s == item["section"] for _, s, q in seen):
-            out.append(item)
-    return out
 
 
-def _sentence_rules(
-    para: Paragraph,
-    section: str | None,
-    long_rule: HouseRule | None,
-    passive_rule: HouseRule | None,
-    out: list[dict[str, Any]],
-) -> None:
-    for sentence in sentences(para.text):
-        count = len(words(sentence))
-        if long_rule and long_rule.limit and count > long_rule.limit:
-            out.append(
-                finding(
-                    long_rule,
-                    section,
-                    sentence[:80],
-                    f"sentence of {count} words (limit {long_rule.limit:g}) near line {para.start}",
+def _sentence_rules(blocks: list[Block], rules: dict[str, HouseRule], report: Report) -> None:
+    long_rule, passive_rule = rules.get("hs-sentence-length"), rules.get("hs-passive-stack")
+    for block in blocks:
+        if block.kind != "paragraph":
+            continue
+        for start, end in sentence_spans(block.prose):
+            sentence = block.prose[start:end]
+            count = len(words_of(sentence))
+            line = block.line_at(start)
+            if long_rule and long_rule.limit and count > long_rule.limit:
+                report.add(
+                    long_rule.id,
+                    f"{line}:{start}",
+                    _severity(long_rule, count),
+                    line,
+                    block.quote(start, end, 80),
+                    f"sentence of {count} words (limit {long_rule.limit:g})",
                     "split it into two or three sentences at its joints",
                 )
-            )
-        if passive_rule and passive_rule.limit and len(PASSIVE_RE.findall(sentence)) >= passive_rule.limit:
-            out.append(
-                finding(
-                    passive_rule,
-                    section,
-                    sentence[:80],
+            if (
+                passive_rule
+                and passive_rule.limit
+                and len(PASSIVE_RE.findall(sentence)) >= passive_rule.limit
+            ):
+                report.add(
+                    passive_rule.id,
+                    f"{line}:{start}",
+                    _severity(passive_rule),
+                    line,
+                    block.quote(start, end, 80),
                     "several stacked passive constructions",
                     "name who does what, in the active voice",
                 )
+
+
+def _walls(blocks: list[Block], rule: HouseRule | None, report: Report) -> None:
+    if rule is None or not rule.limit:
+        return
+    for block in blocks:
+        count = len(block.words)
+        if block.kind == "paragraph" and count > rule.limit:
+            report.add(
+                rule.id,
+                str(block.start),
+                _severity(rule, count),
+                block.start,
+                block.quote(0, len(block.text), 60),
+                f"paragraph of {count} words (limit {rule.limit:g})",
+                "break it into shorter paragraphs or a list of steps",
             )
 
 
-def _dash_density(
-    doc: DesignDoc, start: int, end: int, paras: list[Paragraph], rule: HouseRule, out: list[dict[str, Any]]
-) -> None:
-    by_section: dict[str | None, tuple[int, int, str]] = {}
-    for para in paras:
-        section = doc.section_name_at(para.start)
-        dashes = sum(len(DASH_RE.findall(raw)) for _, raw in para.lines)
-        count, total, first = by_section.get(section, (0, 0, ""))
-        quote = first or next((raw.strip() for _, raw in para.lines if DASH_RE.search(raw)), "")
-        by_section[section] = (count + dashes, total + len(words(para.text)), quote)
-    assert rule.limit is not None
-    for section, (dashes, total, quote) in by_section.items():
+def _dash_density(view: ProseView, blocks: list[Block], rule: HouseRule | None, report: Report) -> None:
+    if rule is None or not rule.limit:
+        return
+    by_section: dict[str | None, list[Any]] = {}
+    for block in blocks:
+        entry = by_section.setdefault(view.section_at(block.start), [0, 0, None])
+        dashes = list(DASH_RE.finditer(block.prose))
+        entry[0] += len(dashes)
+        entry[1] += len(block.words)
+        if dashes and entry[2] is None:
+            entry[2] = (
+                block.line_at(dashes[0].start()),
+                block.quote(dashes[0].start() - 20, dashes[0].end() + 20),
+            )
+    for section, (dashes, total, where) in by_section.items():
         density = dashes * 1000 / max(total, 250)
-        if dashes and density > rule.limit:
-            out.append(
-                finding(
-                    rule,
-                    section,
-                    quote[:80],
-                    f"{dashes} dashes in {total} words: {density:.1f} per 1,000 (limit {rule.limit:g})",
-                    "turn most dashes into full stops or commas",
-                )
+        if dashes and density > rule.limit and where is not None:
+            report.add(
+                rule.id,
+                str(section),
+                _severity(rule),
+                where[0],
+                where[1],
+                f"{dashes} dashes in {total} words: {density:.1f} per 1,000 (limit {rule.limit:g})",
+                "turn most dashes into full stops or commas",
             )
 
 
 def _acronyms(
-    doc: DesignDoc, start: int, end: int, paras: list[Paragraph], rule: HouseRule, out: list[dict[str, Any]]
+    view: ProseView,
+    blocks: list[Block],
+    rule: HouseRule | None,
+    lexicon: acronyms.Lexicon,
+    whole: bool,
+    report: Report,
 ) -> None:
-    anchors = "\n".join(doc.text_of(a) for a in doc.anchors())
+    """Acronyms not defined at or before first use in what this auditor can see.
+
+    When the view holds every line before the use (the first slice), the finding is certain
+    and takes the rule's severity; a later slice cannot see the lines between the anchors
+    and its start, so there it is a suggestion.
+    """
+    if rule is None or not blocks:
+        return
     seen: set[str] = set()
-    earlier = anchors
-    for para in paras:
-        for number, raw in para.lines:
-            text = clean(raw)
-            for match in acronyms_in(text):
-                token = acronym_base(match.group(0))
-                if token in rule.known or match.group(0) in rule.known or token in seen or token == "CODE":
-                    continue
-                if len(token) < 2 or defines_acronym(earlier, token) or defines_acronym(raw, token):
-                    seen.add(token)
-                    continue
-                seen.add(token)
-                out.append(
-                    finding(
-                        rule,
-                        doc.section_name_at(number),
-                        token,
-                        f"acronym {token} is used before it is defined (line {number})",
-                        f"spell it out at first use, e.g. '<long form> ({token})'",
-                    )
-                )
-            earlier += "\n" + raw
+    title = next((h.text for h in view.headings if h.level == 1), "")
+    defined: set[str] = acronyms.titled(title)
+    previous: set[str] = set()
+    for block in view.blocks:
+        if block.start >= blocks[0].start:
+            break
+        previous = acronyms.long_forms(block.prose)
+        defined |= acronyms.definitions(block.prose) | previous
+    for block in blocks:
+        spelled = acronyms.long_forms(block.prose)
+        here = acronyms.definitions(block.prose) | spelled | previous
+        previous = spelled
+        for use in acronyms.uses(block, lexicon):
+            if use.token in seen:
+                report.also_at(rule.id, use.token, use.line)
+                continue
+            seen.add(use.token)
+            if use.token in defined or use.token in here or use.linked:
+                continue
+            report.add(
+                rule.id,
+                use.token,
+                _severity(rule) if whole else "suggestion",
+                use.line,
+                use.quote,
+                f"acronym {use.token} is used before it is defined"
+                + ("" if whole else " in this slice, the Overview or Core Concepts"),
+                f"spell it out at first use, e.g. '<long form> ({use.token})'",
+            )
+        defined |= here
 
 
-GREP_LINE_RE = re.compile(r"^(?P<path>.*?):(?P<line>\d+):(?P<text>.*)$")
+def audit(
+    view: ProseView,
+    start: int,
+    end: int,
+    rules: dict[str, HouseRule],
+    known: frozenset[str],
+    words: frozenset[str],
+) -> list[dict[str, Any]]:
+    report = Report(view.section_at)
+    blocks = [b for b in view.blocks if start <= b.start <= end]
+    prose = [b for b in blocks if b.kind != "heading"]
+    _term_rules(view, prose, rules, report)
+    _sentence_rules(prose, rules, report)
+    _walls(prose, rules.get("hs-wall-of-text"), report)
+    _dash_density(view, prose, rules.get("hs-em-dash"), report)
+    lexicon = acronyms.Lexicon(view, known, words)
+    _acronyms(view, prose, rules.get("hs-acronym"), lexicon, start == 1, report)
+    found = report.findings()
+    taken = {(f["line"], (f["quote"] or "").lower()) for f in found}
+    for item in prose_lint.lint(view, prose):
+        if (item["line"], (item["quote"] or "").lower()) not in taken:
+            found.append(item)
+    return found
 
 
-def read_view(params: dict[str, Any], obs: Observations) -> tuple[DesignDoc, int, int]:
-    """Read only the slice, the heading lines and the standing anchors; blank the rest."""
+def read_view(params: dict[str, Any], obs: Observations) -> tuple[ProseView, int, int]:
+    """Read only the slice, the heading lines and the standing anchors; the rest stays blank."""
     path = params["target_path"]
-    heads = obs.call("grep", pattern=r"^#{1,2} ", path=path)
-    if heads.startswith(("refused:", "error:")):
-        raise RuntimeError(f"cannot read the design: {heads}")
-    headings: dict[int, str] = {}
-    for line in heads.splitlines():
-        match = GREP_LINE_RE.match(line)
-        if match:
-            headings[int(match.group("line"))] = match.group("text")
     slice_ = params.get("slice")
-    start, end = (int(slice_[0]), int(slice_[1])) if slice_ else (1, None)
-    ranges = [(start, None if end is None else end - start + 1)]
-    ordered = sorted(headings)
-    for number in ordered:
-        if headings[number].strip() in ("## Overview", "## Core Concepts"):
-            later = [n for n in ordered if n > number]
-            ranges.append((number, (later[0] - number) if later else None))
-    calls: list[tuple[str, dict[str, Any]]] = []
-    for offset, limit in ranges:
-        args: dict[str, Any] = {"path": path, "offset": offset}
-        if limit is not None:
-            args["limit"] = limit
-        calls.append(("read", args))
-    texts = obs.call_many(calls)
-    lines: dict[int, str] = dict(headings)
-    for (offset, _), text in zip(ranges, texts, strict=True):
-        for i, line in enumerate(text.splitlines()):
-            lines[offset + i] = line
-    total = int(params.get("total_lines") or max(lines, default=0))
-    end = end if end is not None else total
-    body = "\n".join(lines.get(n, "") for n in range(1, max(total, max(lines, default=0)) + 1)) + "\n"
-    return doc_from_text(body), start, end
+    lines = read_lines(obs, path)
+    total = len(lines)
+    start, end = (int(slice_[0]), int(slice_[1])) if slice_ else (1, total)
+    return parse_prose("\n".join(lines) + "\n", lines), start, min(end, total)
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     guarded = _guard(params)
     if guarded is not None:
         return guarded
-    doc, start, end = read_view(params, obs)
+    view, start, end = read_view(params, obs)
     rules = parse_house_style(obs.instructions)
-    findings = audit(doc, start, end, rules)
+    findings = audit(view, start, end, rules, known_acronyms(obs.instructions), keywords(obs.instructions))
     return verdict_of(findings)

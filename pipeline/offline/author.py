@@ -20,12 +20,14 @@ from pipeline.offline import companion, fixer, plan_names, supersede
 from pipeline.offline.driver import Observations
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
+from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     clean,
     code_spans,
     defines_acronym,
     doc_from_text,
-    parse_house_style,
+    keywords,
+    known_acronyms,
     sentences,
 )
 
@@ -179,9 +181,8 @@ def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = 
         out += ["## Decision Records", ""]
         for decision in bearing:
             out += record_lines(decision)
-    known = parse_house_style(obs.instructions).get("hs-acronym")
     text = "\n".join(out).rstrip() + "\n"
-    return code_unknown_caps(text, known.known if known else frozenset())
+    return code_unknown_caps(text, known_acronyms(obs.instructions) | keywords(obs.instructions))
 
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Entry]]:
@@ -190,11 +191,9 @@ def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Ent
         return []
     names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
     base = episodes_path.rstrip("/")
-    texts = obs.call_many([("read", {"path": f"{base}/{n}"}) for n in names])
     out = []
-    for name, text in zip(names, texts, strict=True):
-        if _failed(text):
-            continue
+    for name in names:
+        text = read_whole(obs, f"{base}/{name}")
         plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))
         title = next((h.text for h in plan.structure.headings if h.level == 1), name)
         out += [(name, title, e) for e in plan.episodes]
@@ -271,10 +270,11 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     if int(params.get("round", 1)) > 1 and flagged:
         current = obs.call("read", path=output)
         if not _failed(current):
+            current = read_whole(obs, output)
             extra = [f for f in flagged if f.get("rule") == "abs-missing-record"]
-            text, fixed, left = fixer.apply(current, flagged, parse_house_style(obs.instructions))
+            text, fixed, left = fixer.apply(current, flagged, obs.instructions)
             if extra and params.get("research_log_path"):
-                text, added = seed_records(text, obs.call("read", path=params["research_log_path"]), extra)
+                text, added = seed_records(text, read_whole(obs, params["research_log_path"]), extra)
                 fixed, left = fixed + added, left - added
             _write(obs, output, text)
             return {
@@ -283,15 +283,11 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                 "output_path": output,
             }
     if params.get("kind") == "phase4-creation":
-        frozen = obs.call("read", path=params["design_path"])
-        if _failed(frozen):
-            raise RuntimeError(frozen)
+        frozen = read_whole(obs, params["design_path"])
         text = compile_phase4(frozen, obs, params["episodes_path"])
         summary = "Compiled the final design from the frozen design, the track episodes and the code."
     else:
-        log_text = obs.call("read", path=params["research_log_path"])
-        if _failed(log_text):
-            raise RuntimeError(log_text)
+        log_text = read_whole(obs, params["research_log_path"])
         text = compile_phase1(log_text, obs, plan_names.referenced_sections(params, obs))
         summary = "Compiled the design from the research log's decisions, grounded in the code."
     text = companion.author_companion(params, obs, text)

@@ -1,7 +1,11 @@
 """The offline comprehension gate: a cold structural reading of the whole design.
 
 Terms and acronyms used before they are defined, references that do not land, TL;DRs
-about something other than their section, and undecided decisions in the prose.
+about something other than their section, and undecided decisions in the prose. It reads
+the prose view (formats.prose), so code, comments, link targets and front matter are never
+taken for prose; each rule reports a subject once per document, at its first place, with
+the line and the document's own words. One pass over the blocks per rule: linear in the
+document's size.
 """
 
 from __future__ import annotations
@@ -9,202 +13,297 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc
+from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.prose import Block, ProseView, parse_prose
+from pipeline.offline import acronyms
 from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import records
+from pipeline.offline.pages import read_whole
+from pipeline.offline.report import Report
 from pipeline.offline.text import (
-    acronym_base,
-    acronyms_in,
-    clean,
     containment,
     content_words,
-    defines_acronym,
     doc_from_text,
     find_terms,
+    keywords,
     known_acronyms,
     lexicon,
-    paragraphs,
     review_finding,
-    sentences,
+    sentence_spans,
     term_pattern,
     verdict_of,
 )
 
-BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:]{3,60}?)\*\*")
+BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:\n]{2,60}?)(?P<colon>:?)\*\*")
+DEFINES_RE = re.compile(r"^\s*(?::|—|–|-\s)|^\s+(?:is|are|means|refers\s+to|denotes)\s", re.IGNORECASE)
 SECTION_REF_RE = re.compile(r'§\s*"(?P<q>[^"]+)"|§(?P<bare>[A-Za-z][\w\- ]*[\w])')
 NAMED_SECTION_REF_RE = re.compile(r'\b(?:see|in) the "?(?P<name>[A-Z][\w\- ]{2,60}?)"? section\b')
 TLDR_PREFIX = "**TL;DR:**"
+HEADING_NORM_RE = re.compile(r"[`*_\"'“”]")
 
 
-def _finding(
-    severity: str,
-    rule: str,
-    section: str | None,
-    quote: str | None,
-    message: str,
-    fix: str,
-    decision_shaped: bool = False,
-) -> dict[str, Any]:
-    return review_finding(
-        rule, message, fix, severity=severity, section=section, quote=quote, decision_shaped=decision_shaped
-    )
+def _norm(name: str) -> str:
+    return " ".join(HEADING_NORM_RE.sub("", name).lower().split())
 
 
-def _definitions(doc: DesignDoc) -> dict[str, int]:
-    """Bold-defined terms (``- **Term**: ...`` or ``**Term** is``) and the line defining them."""
-    found: dict[str, int] = {}
-    for number, line in doc.prose_lines():
-        stripped = line.strip()
-        for match in BOLD_TERM_RE.finditer(stripped):
+def _glossary(view: ProseView, block: Block) -> bool:
+    names = {n.lower() for n in lexicon().glossary_names}
+    section = (view.section_at(block.start) or "").lower().rstrip(":")
+    heading = view.heading_before(block.start)
+    return section in names or (heading is not None and heading.text.lower().rstrip(":") in names)
+
+
+def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
+    """Bold terms the document defines, and where: a bold item of a glossary-like section
+    (Core Concepts, Glossary, Terminology ...), or ``**Term** is/means ...`` in any prose.
+    A bold label ("**Rationale**:" at the start of a paragraph) defines nothing."""
+    found: dict[str, tuple[int, Block]] = {}
+    plain = {w for b in view.blocks for w in re.findall(r"(?<![A-Za-z])[a-z][a-z-]+(?![A-Za-z])", b.prose)}
+    for block in view.paragraphs():
+        for match in BOLD_TERM_RE.finditer(block.text):
             term = match.group("term").strip()
-            if term.endswith((".", ",", ";")) or len(term.split()) > 4:
+            if not term or term.endswith((".", ",", ";", "!", "?")) or len(term.split()) > 4:
                 continue
-            rest = stripped[match.end() : match.end() + 6]
-            at_item = stripped.startswith(("- **", "* **")) and match.start() <= 2
-            if (
-                at_item or rest.lstrip().startswith(("is ", "are ", ":", "—", "-"))
-            ) and term.lower() not in found:
-                found[term.lower()] = number
+            after = block.text[match.end() : match.end() + 20]
+            at_start = not block.text[: match.start()].strip()
+            glossary = (
+                at_start
+                and block.in_list
+                and _glossary(view, block)
+                and (match.group("colon") or DEFINES_RE.match(after))
+            )
+            sentence = re.match(r"^\s+(?:is|are|means|refers\s+to|denotes)\s", after, re.IGNORECASE)
+            if glossary and not sentence and len(term.split()) == 1 and term.lower() in plain:
+                continue  # a glossary entry for a plain word the text already uses in lower case
+            if (glossary or sentence) and term.lower() not in found:
+                found[term.lower()] = (block.line_at(match.start()), block)
     return found
 
 
-def term_order(doc: DesignDoc, known: frozenset[str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    defs = _definitions(doc)
-    overview = doc.find(OVERVIEW)
-    skip = set(range(overview.start, overview.end + 1)) if overview else set()
-    for term, def_line in defs.items():
-        pattern = term_pattern(term)
-        for number, line in doc.prose_lines(1, def_line - 1):
-            if number in skip or line.lstrip().startswith("#"):
-                continue
-            if pattern.search(clean(line)):
-                out.append(
-                    _finding(
-                        "should-fix",
-                        "cr-term-order",
-                        doc.section_name_at(number),
-                        term,
-                        f"'{term}' is used on line {number} before it is defined on line {def_line}",
-                        f"define '{term}' before its first use, or move the definition up",
-                    )
-                )
-                break
-    seen: set[str] = set()
-    text_so_far = ""
-    for number, line in doc.prose_lines():
-        if line.lstrip().startswith("#"):
-            text_so_far += "\n" + line
+def term_order(view: ProseView, report: Report) -> None:
+    """Bold-defined terms used before their definition (outside the overview): one pass with
+    one pattern for every term."""
+    defs = definitions(view)
+    if not defs:
+        return
+    overview = {n.lower() for n in lexicon().overview_names}
+    alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
+    pattern = re.compile(alternatives, re.IGNORECASE)
+    last_def = max(line for line, _ in defs.values())
+    for block in view.paragraphs(1, last_def):
+        if (view.section_at(block.start) or "").lower() in overview:
             continue
-        for match in acronyms_in(clean(line)):
-            token = acronym_base(match.group(0))
-            if (
-                token in known
-                or match.group(0) in known
-                or token in seen
-                or token == "CODE"
-                or len(token) < 2
-            ):
+        for match in pattern.finditer(block.prose):
+            href = block.link_at(match.start())
+            if href is not None and href.startswith("#"):
+                continue  # a table-of-contents entry
+            term = " ".join(match.group(0).lower().split())
+            line, defining = defs.get(term, (0, block))
+            use = block.line_at(match.start())
+            if defining is block or use >= line or ("cr-term-order", term) in report:
                 continue
-            seen.add(token)
-            if defines_acronym(text_so_far + "\n" + line, token):
-                continue
-            later = [n for n, t in doc.prose_lines(number + 1) if defines_acronym(t, token)]
-            where = f"defined only later, on line {later[0]}" if later else "never defined"
-            out.append(
-                _finding(
-                    "should-fix",
-                    "cr-term-order",
-                    doc.section_name_at(number),
-                    token,
-                    f"acronym {token} on line {number} is {where}",
-                    f"spell it out at first use: '<long form> ({token})'",
-                )
+            report.add(
+                "cr-term-order",
+                term,
+                "should-fix",
+                use,
+                block.quote(match.start(), match.end()),
+                f"'{term}' is used on line {use} before it is defined on line {line}",
+                f"define '{term}' before its first use, or move the definition up",
             )
-        text_so_far += "\n" + line
-    return out
 
 
-def dangling_refs(doc: DesignDoc) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    names = {s.name.lower() for s in doc.sections}
-    records = doc.find("Decision Records")
-    body = [
-        n
-        for n, t in doc.prose_lines(1, records.start - 1 if records else None)
-        if t.strip() and not t.lstrip().startswith("#")
-    ]
-    last_body_line = max(body, default=0)
+def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
+    """Each acronym at its first use: defined there or earlier, later only, or never."""
+    defined_at: dict[str, int] = {}
+    per_block: list[set[str]] = []
+    previous: set[str] = set()
+    for block in view.blocks:
+        explicit = acronyms.definitions(block.prose)
+        spelled = acronyms.long_forms(block.prose)
+        per_block.append(explicit | spelled | previous)
+        previous = spelled
+        for token in explicit:  # "defined only later" needs an explicit definition
+            defined_at.setdefault(token, block.start)
+    seen: set[str] = set()
+    title = next((h.text for h in view.headings if h.level == 1), "")
+    known_so_far: set[str] = acronyms.titled(title)
+    for block, here in zip(view.blocks, per_block, strict=True):
+        if block.kind == "heading":
+            known_so_far |= here
+            continue
+        for use in acronyms.uses(block, lexicon_):
+            if use.token in seen:
+                report.also_at("cr-term-order", use.token, use.line)
+                continue
+            seen.add(use.token)
+            if use.token in known_so_far or use.token in here or use.linked:
+                continue
+            later = defined_at.get(use.token)
+            where = f"defined only later, on line {later}" if later else "never defined"
+            report.add(
+                "cr-term-order",
+                use.token,
+                "should-fix",
+                use.line,
+                use.quote,
+                f"acronym {use.token} is {where}",
+                f"spell it out at first use: '<long form> ({use.token})'",
+            )
+        known_so_far |= here
 
-    def dangling(number: int, quote: str, message: str, fix: str) -> None:
-        out.append(
-            _finding("should-fix", "cr-dangling-ref", doc.section_name_at(number), quote, message, fix)
-        )
 
-    for number, line in doc.prose_lines():
-        text = clean(line, keep_code=True)
-        for match in SECTION_REF_RE.finditer(line):
+def _external_link_before(block: Block, offset: int) -> bool:
+    """The sentence names an outside page before the reference (its section is there)."""
+    return any(end <= offset and not href.startswith("#") for _, end, href in block.links)
+
+
+def dangling_refs(view: ProseView, report: Report) -> None:
+    names = {_norm(h.text) for h in view.headings}
+    anchors = view.anchors()
+
+    def dangling(block: Block, start: int, end: int, subject: str, message: str, fix: str) -> None:
+        line = block.line_at(start)
+        report.add("cr-dangling-ref", subject, "should-fix", line, block.quote(start, end), message, fix)
+
+    last = _last_seen(view)
+    for index, block in enumerate(view.blocks):
+        for match in SECTION_REF_RE.finditer(block.prose):
             target = (match.group("q") or match.group("bare") or "").strip()
-            if target.lower() not in names:
+            if _norm(target) not in names:
                 dangling(
-                    number,
+                    block,
+                    match.start(),
+                    match.end(),
                     match.group(0),
-                    f"reference {match.group(0)} on line {number} names no section",
+                    f"reference {match.group(0)} names no section",
                     "point it at an existing section heading, or remove it",
                 )
-        for match in NAMED_SECTION_REF_RE.finditer(text):
-            target = match.group("name").strip()
-            if target.lower() not in names:
+        for match in NAMED_SECTION_REF_RE.finditer(block.prose):
+            href = block.link_at(match.start("name"))
+            if href is not None and (not href.startswith("#") or href[1:] in anchors):
+                continue
+            if _external_link_before(block, match.start()) or _norm(match.group("name")) in names:
+                continue
+            dangling(
+                block,
+                match.start(),
+                match.end(),
+                match.group(0),
+                f"'{match.group(0)}': there is no '{match.group('name').strip()}' section",
+                "name an existing section, or add the section",
+            )
+        _pointers(view, block, index, last, dangling)
+
+
+def _last_seen(view: ProseView) -> dict[str, int]:
+    """The index of the last block each content word appears in (one pass)."""
+    last: dict[str, int] = {}
+    for index, block in enumerate(view.blocks):
+        for word in content_words(block.prose):
+            last[word] = index
+    return last
+
+
+CLAUSE_RE = re.compile(r"[,;:()\[\]—–]|\s-\s")
+
+
+def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> set[str]:
+    """What a pointer promises: the words of its own clause (an aside in parentheses, or the
+    clause between commas), else of the clause before it, within its sentence."""
+    spans = sentence_spans(prose)
+    first, last = next(((a, b) for a, b in spans if a <= start < b), (0, len(prose)))
+    cuts = [first, *(m.start() for m in CLAUSE_RE.finditer(prose, first, last)), last]
+    before = max((c for c in cuts if c <= start), default=first)
+    after = min((c for c in cuts if c >= end), default=last)
+    clause = prose[before:start] + " " + prose[end:after]
+    subject = {w for w in content_words(clause) if w not in skip}
+    if not subject:
+        earlier = max((c for c in cuts if c < before), default=first)
+        subject = {w for w in content_words(prose[earlier:before]) if w not in skip}
+    return subject
+
+
+def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str]) -> bool:
+    """A "below" pointer in the last sentence of a paragraph that leads into its own
+    subsections (or its sibling subsections), a list, a table or code: what follows is what
+    it points at."""
+    if "below" not in match.group(0).lower() or block.in_list or block.kind != "paragraph":
+        return False
+    spans = sentence_spans(block.prose)
+    if not spans or match.start() < spans[-1][0]:
+        return False
+    following = next((b for b in view.blocks[index + 1 :] if not b.in_quote), None)
+    if any(
+        block.end < region.start and (following is None or region.start < following.start)
+        for region in view.code
+    ):
+        return True
+    if following is None:
+        return False
+    if following.kind == "heading":
+        # It leads into its own subsections ("### ..." under the "## ..." it sits in), or
+        # from one subsection into its siblings under the same part.
+        above = view.heading_before(block.start)
+        own = above.level if above is not None else 0
+        return following.level > own or (own >= 3 and following.level == own)
+    return following.kind == "cell" or following.in_list
+
+
+def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
+    """ "Described below" whose subject never comes up again after it, wherever it sits."""
+    skip = lexicon().pointer_words
+    for pattern in lexicon().forward_refs:
+        for match in pattern.finditer(block.prose):
+            if _introduces(view, index, block, match):
+                continue
+            subject = _pointer_subject(block.prose, match.start(), match.end(), skip)
+            later = sum(1 for w in subject if last.get(w, -1) > index)
+            if subject and later * 2 < len(subject):
                 dangling(
-                    number,
-                    match.group(0),
-                    f"'{match.group(0)}' on line {number}: there is no '{target}' section",
-                    "name an existing section, or add the section",
-                )
-        for _, match in find_terms(text, lexicon().forward_refs):
-            if number >= last_body_line:  # no body prose after it
-                dangling(
-                    number,
-                    match.group(0),
-                    f"'{match.group(0)}' on line {number}, but nothing follows it",
+                    block,
+                    match.start(),
+                    match.end(),
+                    f"{block.start}:{match.start()}",
+                    f"'{match.group(0)}', but nothing after it describes {', '.join(sorted(subject)[:4])}",
                     "add what it promises, or remove the pointer",
                 )
-    return out
 
 
-def tldr_mismatch(doc: DesignDoc) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def tldr_mismatch(doc: DesignDoc, view: ProseView, report: Report) -> None:
     for section in doc.body_sections():
-        paras = paragraphs(doc, section.start + 1, section.end)
-        if not paras or not paras[0].raw.startswith(TLDR_PREFIX):
+        paras = view.paragraphs(section.start + 1, section.end)
+        if not paras or not paras[0].text.startswith(TLDR_PREFIX):
             continue
-        tldr = content_words(paras[0].text.removeprefix("TL;DR:"))
-        body = set().union(*(content_words(p.text) for p in paras[1:])) | content_words(section.name)
+        tldr = content_words(paras[0].prose.removeprefix(TLDR_PREFIX))
+        body = set().union(*(content_words(p.prose) for p in paras[1:])) | content_words(section.name)
         if len(tldr) >= 3 and len(body) >= 8 and containment(tldr, body) < 0.1:
-            out.append(
-                _finding(
-                    "should-fix",
-                    "cr-tldr-mismatch",
-                    section.name,
-                    paras[0].raw[:80],
-                    f'the TL;DR of "{section.name}" is about something its body never discusses',
-                    "rewrite the TL;DR to summarise this section's body",
-                )
+            report.add(
+                "cr-tldr-mismatch",
+                section.name,
+                "should-fix",
+                paras[0].start,
+                paras[0].quote(0, len(paras[0].text), 80),
+                f'the TL;DR of "{section.name}" is about something its body never discusses',
+                "rewrite the TL;DR to summarise this section's body",
             )
-    return out
 
 
-def decision_shaped(doc: DesignDoc) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    recs = records(doc)
+def decision_shaped(doc: DesignDoc, view: ProseView, report: Report) -> None:
+    """Decisions stated in the prose of a design that keeps Decision Records, but no record
+    covers (a document without Decision Records keeps its decisions in its prose)."""
     container = doc.find("Decision Records")
+    if container is None:
+        return
+    recs = records(doc)
     phrases = lexicon().decision_phrases
     for section in doc.body_sections():
-        if container and section.start >= container.start:
+        if section.start >= container.start:
             continue
-        for para in paragraphs(doc, section.start + 1, section.end):
-            for sentence in sentences(para.text):
-                if not any(True for _ in find_terms(sentence, phrases)):
+        for block in view.paragraphs(section.start + 1, section.end):
+            for start, end in sentence_spans(block.prose):
+                sentence = block.prose[start:end]
+                if sentence.rstrip().endswith("?") or not any(True for _ in find_terms(sentence, phrases)):
                     continue
                 words = content_words(sentence)
                 if any(
@@ -213,39 +312,53 @@ def decision_shaped(doc: DesignDoc) -> list[dict[str, Any]]:
                     for r in recs
                 ):
                     continue
-                out.append(
-                    _finding(
-                        "should-fix",
-                        "cr-decision-shaped",
-                        section.name,
-                        sentence[:100],
-                        "this sentence makes a design decision that no decision record covers",
-                        "take it to the research log's adversarial gate; then record it",
-                        decision_shaped=True,
-                    )
+                report.add(
+                    "cr-decision-shaped",
+                    f"{block.start}:{start}",
+                    "should-fix",
+                    block.line_at(start),
+                    block.quote(start, end),
+                    "this sentence makes a design decision that no decision record covers",
+                    "take it to the research log's adversarial gate; then record it",
+                    decision_shaped=True,
                 )
-    return out
 
 
-def review(doc: DesignDoc, known: frozenset[str]) -> list[dict[str, Any]]:
-    findings = term_order(doc, known) + dangling_refs(doc) + tldr_mismatch(doc) + decision_shaped(doc)
-    if doc.find(CORE_CONCEPTS) is None and doc.find(OVERVIEW) is None:
+def has_overview(doc: DesignDoc, view: ProseView) -> bool:
+    names = {n.lower() for n in lexicon().overview_names}
+    if any(s.name.lower().rstrip(":") in names for s in doc.sections):
+        return True
+    first = next((s.start for s in doc.sections if s.level == 2), len(view.lines) + 1)
+    return any(b.kind == "paragraph" and b.start < first for b in view.blocks)
+
+
+def review(
+    doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]
+) -> list[dict[str, Any]]:
+    report = Report(view.section_at)
+    term_order(view, report)
+    acronym_order(view, report, acronyms.Lexicon(view, known, words))
+    dangling_refs(view, report)
+    tldr_mismatch(doc, view, report)
+    decision_shaped(doc, view, report)
+    findings = report.findings()
+    if not has_overview(doc, view):
+        title = doc.title
         findings.append(
-            _finding(
-                "blocker",
+            review_finding(
                 "cr-no-overview",
-                None,
-                None,
-                "the design has no Overview",
+                "the design has no Overview (nor a Summary, Abstract or Introduction)",
                 "add a concept-first ## Overview",
+                severity="should-fix",
+                line=title[0] if title else None,
+                quote=view.lines[title[0] - 1] if title else None,
             )
         )
     return findings
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    text = obs.call("read", path=params["design_path"])
-    if text.startswith(("refused:", "error:")):
-        raise RuntimeError(text)
-    findings = review(doc_from_text(text), known_acronyms(obs.instructions))
-    return verdict_of(findings)
+    text = read_whole(obs, params["design_path"])
+    doc = doc_from_text(text)
+    view = parse_prose(text, doc.lines)
+    return verdict_of(review(doc, view, known_acronyms(obs.instructions), keywords(obs.instructions)))

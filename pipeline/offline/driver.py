@@ -42,6 +42,18 @@ class EngineError(Exception):
     """The engine cannot proceed (for example, its params file is unreadable)."""
 
 
+class Unreadable(EngineError):
+    """An input the role could not read whole: a review reports it as a blocker, an author fails."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+UNREADABLE_RULE = "unreadable-input"
+
+
 def call_id(tool: str, args: dict[str, Any]) -> str:
     digest = hashlib.sha1(json.dumps([tool, args], sort_keys=True).encode()).hexdigest()[:16]
     return f"{tool}-{digest}"
@@ -104,7 +116,21 @@ def _results(messages: list[ModelMessage]) -> dict[str, str]:
     return found
 
 
-def drive(engine: Engine) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+def _unreadable(exc: Unreadable) -> dict[str, Any]:
+    return {
+        "verdict": "NEEDS REVISION",
+        "findings": [
+            {
+                "severity": "blocker",
+                "rule": UNREADABLE_RULE,
+                "message": f"could not read {exc.path} whole ({exc.reason}); nothing in it was reviewed",
+                "suggested_fix": "shorten the over-long line or split the file, then review again",
+            }
+        ],
+    }
+
+
+def drive(engine: Engine, review: bool = True) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         obs = Observations(
             results=_results(messages),
@@ -119,6 +145,10 @@ def drive(engine: Engine) -> Callable[[list[ModelMessage], AgentInfo], ModelResp
             output = engine(params, obs)
         except NeedMore as more:
             return ModelResponse(parts=list(more.calls))
+        except Unreadable as exc:
+            if not review:
+                raise
+            output = _unreadable(exc)
         if not info.output_tools:
             raise EngineError("the agent has no output tool")
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, output, tool_call_id="final")])
@@ -126,5 +156,5 @@ def drive(engine: Engine) -> Callable[[list[ModelMessage], AgentInfo], ModelResp
     return respond
 
 
-def engine_model(role: str, engine: Engine) -> FunctionModel:
-    return FunctionModel(drive(engine), model_name=f"offline:{role}")
+def engine_model(role: str, engine: Engine, review: bool = True) -> FunctionModel:
+    return FunctionModel(drive(engine, review), model_name=f"offline:{role}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.offline.driver import Observations
+from pipeline.offline.pages import read_whole
 
 
 def failed(result: str) -> bool:
@@ -10,10 +11,8 @@ def failed(result: str) -> bool:
 
 
 def read(obs: Observations, path: str) -> str:
-    text = obs.call("read", path=path)
-    if failed(text):
-        raise RuntimeError(text)
-    return text
+    """The whole file, page by page (a file the Read tool cannot hand over whole is an error)."""
+    return read_whole(obs, path)
 
 
 def keep_line1(current: str, text: str) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 from pipeline.offline import companion, fixer, instruction, sync
 from pipeline.offline.driver import Observations
 from pipeline.offline.edit_io import read, write_edits
-from pipeline.offline.text import parse_house_style
 
 INSTRUCTION = "edit-instruction"
 
@@ -24,7 +23,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         return sync.run(params, obs)
     current = read(obs, output)
     findings = [f for f in flagged if f.get("rule") != INSTRUCTION]
-    text, fixed, left = fixer.apply(current, findings, parse_house_style(obs.instructions))
+    text, fixed, left = fixer.apply(current, findings, obs.instructions)
     notes = []
     if findings:
         notes.append(f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.")

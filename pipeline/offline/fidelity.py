@@ -7,26 +7,31 @@ frozen phase-1 design (for what an episode supersedes) and the code through PSI.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
 from pipeline.formats.plan import Entry, parse_plan_file
+from pipeline.formats.prose import ProseView, parse_prose
 from pipeline.formats.textio import decode
 from pipeline.offline import supersede
 from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import records
+from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     antonym_conflict,
     clean,
-    code_spans,
     content_words,
     doc_from_text,
     jaccard,
     numbers,
-    paragraphs,
     review_finding,
+    sentence_spans,
     sentences,
     verdict_of,
 )
+
+AS_BUILT = "As built"
 
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
 PATH_RE = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*/?$")
@@ -36,16 +41,13 @@ SOURCE_EXT = (".py", ".md", ".toml", ".json", ".yaml", ".yml", ".txt", ".cfg", "
 def _finding(
     rule: str,
     section: str | None,
-    quote: str | None,
+    at: tuple[int, str] | None,
     message: str,
     fix: str,
     severity: str = "should-fix",
-    line: int | None = None,
 ) -> dict[str, Any]:
-    finding = review_finding(rule, message, fix, severity=severity, section=section, quote=quote)
-    if line is not None:
-        finding["line"] = line
-    return finding
+    line, quote = at if at else (None, None)
+    return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
 
 
 def looks_like_symbol(span: str) -> bool:
@@ -72,33 +74,30 @@ def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, Entry]]:
         return []
     names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
     base = episodes_path.rstrip("/")
-    texts = obs.call_many([("read", {"path": f"{base}/{n}"}) for n in names])
     out: list[tuple[str, Entry]] = []
-    for name, text in zip(names, texts, strict=True):
-        if text.startswith(("refused:", "error:")):
-            continue
-        from pathlib import Path
-
+    for name in names:
+        text = read_whole(obs, f"{base}/{name}")
         plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))
         out.extend((name, e) for e in plan.episodes)
     return out
 
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    draft_text = obs.call("read", path=params["draft_path"])
-    if draft_text.startswith(("refused:", "error:")):
-        raise RuntimeError(draft_text)
+    draft_text = read_whole(obs, params["draft_path"])
     draft = doc_from_text(draft_text, "design-final.md")
+    view = parse_prose(draft_text, draft.lines)
     findings: list[dict[str, Any]] = []
     # 1-2. Every named symbol and path exists in the code.
     symbols: dict[str, tuple[int, str | None]] = {}
     paths: dict[str, tuple[int, str | None]] = {}
-    for number, line in draft.prose_lines():
-        for span in code_spans(line):
+    for block in view.blocks:
+        for start, end in block.code:
+            span = block.text[start:end].strip()
+            line = block.line_at(start)
             if looks_like_path(span) and not looks_like_symbol(span):
-                paths.setdefault(span, (number, draft.section_name_at(number)))
+                paths.setdefault(span, (line, view.section_at(line)))
             elif looks_like_symbol(span):
-                symbols.setdefault(span, (number, draft.section_name_at(number)))
+                symbols.setdefault(span, (line, view.section_at(line)))
     sources = obs.call("psi", query="", kind="sources")
     if sources.startswith("no source file"):
         # Without code PSI can read, every symbol would look missing: say what was not checked.
@@ -108,13 +107,12 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
                 _finding(
                     "fid-code-unchecked",
                     section,
-                    first,
+                    (at, first),
                     f"{len(symbols)} symbol(s) and {len(paths)} path(s) the design names could not be "
                     f"checked against the code: PSI found {sources}",
                     "point the run at the code: --code-root DIR, or code_root in the design "
                     "directory's designloop.toml",
                     severity="suggestion",
-                    line=at,
                 )
             )
     else:
@@ -122,9 +120,9 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     # 3-4. Episodes win over the frozen design.
     episodes = _episodes(obs, params["episodes_path"])
     frozen_text = obs.call("read", path=params["design_path"])
-    frozen = doc_from_text(frozen_text) if not frozen_text.startswith(("refused:", "error:")) else None
-    findings += superseded(draft_text, frozen_text if frozen else "", episodes)
-    findings += contradicted(draft_text, episodes)
+    frozen = "" if frozen_text.startswith(("refused:", "error:")) else read_whole(obs, params["design_path"])
+    findings += superseded(draft, view, frozen, episodes)
+    findings += contradicted(view, episodes)
     return verdict_of(findings)
 
 
@@ -149,10 +147,9 @@ def _code_findings(
             _finding(
                 "fid-missing-symbol",
                 section,
-                span,
-                f"`{span}` (line {at}) is not defined anywhere in the code",
+                (at, span),
+                f"`{span}` is not defined anywhere in the code",
                 "name the symbol the code actually has, or drop the claim",
-                line=at,
             )
         )
     path_names = sorted(paths)
@@ -164,60 +161,91 @@ def _code_findings(
                 _finding(
                     "fid-missing-path",
                     section,
-                    span,
-                    f"`{span}` (line {at}) does not exist",
+                    (at, span),
+                    f"`{span}` does not exist",
                     "name the file as it is in the repository",
-                    line=at,
                 )
             )
     return findings
 
 
-def superseded(draft_text: str, frozen_text: str, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:
+def superseded(
+    draft: DesignDoc, view: ProseView, frozen_text: str, episodes: list[tuple[str, Entry]]
+) -> list[dict[str, Any]]:
+    """Records, sections and paragraphs that still state what an episode supersedes, however
+    the words are inflected or hyphenated (supersede.Supersession.reasserts)."""
     out: list[dict[str, Any]] = []
     if not frozen_text:
         return out
-    draft = doc_from_text(draft_text)
+    container = draft.find(DECISION_RECORDS)
+    skip = {s.name for s in draft.sections if s.name in (DECISION_RECORDS, AS_BUILT)}
     for item in supersede.find(doc_from_text(frozen_text), episodes):
         where = f"{item.track} '{item.episode.title}'"
         for rec in records(draft):
             if item.reasserts(f"{rec.title}. {rec.decision}"):
+                line = rec.line
                 out.append(
                     _finding(
                         "fid-superseded",
-                        "Decision Records",
-                        f"D{rec.number}: {rec.title}",
+                        DECISION_RECORDS,
+                        (line, draft.lines[line - 1].lstrip("#").strip()),
                         f"D{rec.number} re-asserts D{item.number}, which {where} supersedes",
                         "describe what the episode says replaced it",
                     )
                 )
-        for section in draft.body_sections():
-            body = " ".join(clean(t) for _, t in draft.prose_lines(section.start + 1, section.end))
-            if item.reasserts(f"{section.name}. {body}"):
+        flagged: set[str] = set()
+        for section in draft.level2():
+            if section.name in skip:
+                continue
+            blocks = view.paragraphs(section.start + 1, section.end)
+            body = " ".join(b.prose for b in blocks)
+            if blocks and item.reasserts(f"{section.name}. {body}"):
+                flagged.add(section.name)
                 out.append(
                     _finding(
                         "fid-superseded",
                         section.name,
-                        body[:100],
+                        (section.start, draft.lines[section.start - 1].lstrip("#").strip()),
                         f'section "{section.name}" still states D{item.number}, which {where} supersedes',
                         "rewrite the section to describe what the episode says replaced it",
+                    )
+                )
+        for block in view.paragraphs():
+            name = view.section_at(block.start)
+            if name in skip or name in flagged or (container and block.start >= container.start):
+                continue
+            if item.reasserts(block.prose):
+                flagged.add(name or "")
+                out.append(
+                    _finding(
+                        "fid-superseded",
+                        name,
+                        (block.start, block.quote(0, len(block.text))),
+                        f"this still states D{item.number}, which {where} supersedes",
+                        "rewrite it to describe what the episode says replaced it",
                     )
                 )
     return out
 
 
-def contradicted(draft_text: str, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:
+def contradicted(view: ProseView, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    draft = doc_from_text(draft_text)
-    episode_sentences = [(track, e, s) for track, e in episodes for s in sentences(clean(e.body))]
-    for para in paragraphs(draft):
-        section = draft.section_name_at(para.start)
-        for sentence in sentences(para.text):
+    episode_sentences = [
+        (track, e, s, content_words(s)) for track, e in episodes for s in sentences(clean(e.body))
+    ]
+    index: dict[str, list[int]] = {}
+    for number, (_, _, _, other_words) in enumerate(episode_sentences):
+        for word in other_words:
+            index.setdefault(word, []).append(number)
+    for block in view.paragraphs():
+        section = view.section_at(block.start)
+        for start, end in sentence_spans(block.prose):
+            sentence = block.prose[start:end]
             words = content_words(sentence)
             if len(words) < 4:
                 continue
-            for track, episode, other in episode_sentences:
-                other_words = content_words(other)
+            candidates = sorted({n for w in words for n in index.get(w, ())})
+            for track, episode, other, other_words in (episode_sentences[n] for n in candidates):
                 if jaccard(words, other_words) < 0.45:
                     continue
                 conflict = antonym_conflict(sentence, other)
@@ -233,7 +261,7 @@ def contradicted(draft_text: str, episodes: list[tuple[str, Entry]]) -> list[dic
                     _finding(
                         "fid-contradicted",
                         section,
-                        sentence[:100],
+                        (block.line_at(start), block.quote(start, end)),
                         f"{track} '{episode.title}' contradicts this: {reason}",
                         "state what was built, as the episode records it",
                     )

@@ -1,188 +1,248 @@
 """Deterministic fixes for flagged passages: what a rule can repair without judgement.
 
-Used by the offline author on later rounds and by the offline inline editor. A finding
-whose fix needs judgement is left alone and reported as not fixed.
+Used by the offline author on later rounds and by the offline inline editor. The document
+is parsed once (its structure and its prose view); each fix turns a finding into edits
+located by line and column (offline.edits), and the edits are applied together. A finding
+whose fix needs judgement is left alone and reported as not fixed. A word that carries
+meaning where it stands is never deleted (offline.wording).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline.checks.engine import find_asides
 from pipeline.formats.design_doc import STAMP_LIKE_RE, DesignDoc
-from pipeline.offline.text import HouseRule, doc_from_text, sentences, term_pattern, words
+from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
+from pipeline.offline import acronyms, wording
+from pipeline.offline.edits import EditSet
+from pipeline.offline.text import (
+    HouseRule,
+    doc_from_text,
+    keywords,
+    known_acronyms,
+    parse_house_style,
+    sentence_spans,
+)
 
-Fixer = Callable[[list[str], DesignDoc, dict[str, Any], dict[str, HouseRule]], bool]
 LINK_INTO_PLAN_RE = re.compile(r"\[([^\]]+)\]\(\s*(?:\.{1,2}/)*(?:plan/|implementation-plan\.md)[^)]*\)")
+DASH_RE = re.compile(r"\s*—\s*|\s+--\s+")
+JOINT_RE = re.compile(r",\s+(?P<word>and|but|so|which|while|because)\s+|;\s+")
+JOINT_LEAD = {
+    "and": "",
+    "while": "",
+    "but": "But ",
+    "so": "So ",
+    "which": "This ",
+    "because": "This is because ",
+}
+SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|^\s*\*\*[^*]+\*\*\s*)$")
 
 
-def _section_range(doc: DesignDoc, name: str | None) -> tuple[int, int]:
-    section = doc.find(name) if name else None
-    return (section.start, section.end) if section else (1, len(doc.lines))
+@dataclass(slots=True)
+class Context:
+    doc: DesignDoc
+    view: ProseView
+    rules: dict[str, HouseRule]
+    lexicon: acronyms.Lexicon
+    edits: EditSet
 
 
-def _prose_numbers(doc: DesignDoc, start: int, end: int) -> list[int]:
-    return [n for n, t in doc.prose_lines(start, end) if t.strip() and not t.lstrip().startswith("#")]
+Fixer = Callable[[Context, dict[str, Any]], bool]
 
 
-def _case_like(original: str, replacement: str) -> str:
-    if replacement and original[:1].isupper():
-        return replacement[:1].upper() + replacement[1:]
-    return replacement
+def _blocks_in(ctx: Context, section: str | None) -> list[Block]:
+    found = ctx.doc.find(section) if section else None
+    if found is None:
+        return [b for b in ctx.view.blocks if b.kind != "heading"]
+    return [b for b in ctx.view.blocks if b.kind != "heading" and found.start <= b.start <= found.end]
 
 
-SENTENCE_START_RE = re.compile(r"(?:^\s*(?:[-*+]\s+)?(?:\*\*[^*]+\*\*\s*)?|[.!?:]\s+)$")
+def _replace(ctx: Context, block: Block, start: int, end: int, text: str) -> bool:
+    """Replace ``block.text[start:end]``, which must lie on one source line."""
+    if "\n" in block.text[start:end]:
+        return False
+    line, col = block.locate(start)
+    return ctx.edits.replace(line, col, col + end - start, text)
 
 
-def replace_term(line: str, pattern: re.Pattern[str], repl: str) -> str:
-    """Replace every match outside code spans, keeping sentences well-formed."""
-    pos = 0
-    while True:
-        code = [m.span() for m in re.finditer(r"`[^`]*`", line)]
-        match = next(
-            (m for m in pattern.finditer(line, pos) if not any(a <= m.start() < b for a, b in code)), None
-        )
-        if match is None:
-            break
-        head, tail = line[: match.start()], line[match.end() :]
-        if repl:
-            piece = _case_like(match.group(0), repl)
-            line, pos = head + piece + tail, len(head) + len(piece)
-            continue
-        if SENTENCE_START_RE.search(head):
-            tail = tail.lstrip(" ,")
-            tail = tail[:1].upper() + tail[1:]
-            line, pos = head + tail, len(head)
-        else:
-            head = head.rstrip(" ")
-            line, pos = head + (tail if tail[:1] in ",.;:!?)" else " " + tail.lstrip(" ")), len(head)
-    return line
+def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
+    """Delete a word, keeping the sentence well-formed (capital, spacing, commas)."""
+    text = block.text
+    head = text[:start]
+    if SENTENCE_START_RE.search(head):
+        stop = end
+        while stop < len(text) and text[stop] in " ,":
+            stop += 1
+        if stop < len(text) and text[stop] != "\n":
+            return _replace(ctx, block, start, stop + 1, text[stop].upper())
+        return False
+    begin = start
+    while begin > 0 and text[begin - 1] == " ":
+        begin -= 1
+    if begin == start and end < len(text) and text[end] == " ":
+        return _replace(ctx, block, start, end + 1, "")
+    return _replace(ctx, block, begin, end, "")
 
 
-def fix_term(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
-    rule = rules.get(f["rule"])
-    quote = f.get("quote")
-    if rule is None or not quote or quote.lower() not in rule.replace:
+def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
+    rule = ctx.rules.get(f.get("rule", ""))
+    quote = (f.get("quote") or "").strip()
+    if rule is None or quote.lower() not in rule.replace:
         return False
     repl = rule.replace[quote.lower()]
-    start, end = _section_range(doc, f.get("section"))
-    pattern = term_pattern(quote)
+    target = HouseRule(rule.id, rule.title, terms=(quote,), replace=rule.replace)
     changed = False
-    for n in _prose_numbers(doc, start, end):
-        new = replace_term(lines[n - 1], pattern, repl)
-        if new != lines[n - 1]:
-            lines[n - 1], changed = new, True
+    for block in ctx.view.blocks:
+        for hit in wording.hits(block, target):
+            if repl:
+                said = block.text[hit.start : hit.end]
+                piece = repl[:1].upper() + repl[1:] if said[:1].isupper() else repl
+                changed |= _replace(ctx, block, hit.start, hit.end, piece)
+            else:
+                changed |= _delete_term(ctx, block, hit.start, hit.end)
     return changed
 
 
-def fix_acronym(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
-    token = f.get("quote")
-    if not token:
+def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
+    """An undefined acronym becomes a code span everywhere it is used (it names a thing the
+    document does not explain; a person or a model can spell it out instead)."""
+    token = acronyms.base((f.get("quote") or "").strip())
+    if not re.fullmatch(r"[A-Z][A-Z]+", token):
         return False
-    start, end = _section_range(doc, f.get("section"))
-    pattern = re.compile(rf"(?<![\w`-]){re.escape(token)}(?![\w`-])")
     changed = False
-    for n in _prose_numbers(doc, start, end):
-        new = pattern.sub(f"`{token}`", lines[n - 1])
-        if new != lines[n - 1]:
-            lines[n - 1], changed = new, True
+    for block in ctx.view.blocks:
+        for use in acronyms.uses(block, ctx.lexicon):
+            if use.token == token:
+                changed |= _replace(ctx, block, use.start, use.end, f"`{use.quote}`")
     return changed
 
 
-def fix_aside(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
+def fix_aside(ctx: Context, f: dict[str, Any]) -> bool:
     changed = False
-    for n in _prose_numbers(doc, 1, len(doc.lines)):
-        line = lines[n - 1]
-        for start, text in sorted(find_asides(line), reverse=True):
-            line = line[:start] + line[start + len(text) :]
-        if line != lines[n - 1]:
-            lines[n - 1], changed = line, True
+    for number, line in ctx.doc.prose_lines():
+        for start, text in find_asides(line):
+            begin = start - 1 if start > 0 and line[start - 1] == " " else start
+            changed |= ctx.edits.replace(number, begin, start + len(text), "")
     return changed
 
 
-def fix_tldr(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
-    section = doc.find(f.get("section") or "")
+def fix_tldr(ctx: Context, f: dict[str, Any]) -> bool:
+    section = ctx.doc.find(f.get("section") or "")
     if section is None or not section.is_body:
         return False
-    body = _prose_numbers(doc, section.start + 1, section.end)
-    if not body:
+    body = [b for b in ctx.view.paragraphs(section.start + 1, section.end)]
+    if not body or body[0].text.startswith("**TL;DR:**"):
         return False
-    first = lines[body[0] - 1].strip()
-    if first.startswith("**TL;DR:**"):
-        return False
-    summary = sentences(first)[0] if sentences(first) else first
-    lines.insert(section.start, "")
-    lines.insert(section.start + 1, f"**TL;DR:** {summary}")
-    return True
+    spans = sentence_spans(body[0].prose)
+    summary = " ".join(body[0].text[spans[0][0] : spans[0][1]].split()) if spans else body[0].text
+    return ctx.edits.insert(section.start + 1, ["", f"**TL;DR:** {summary}"])
 
 
-def fix_stamp(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
+def fix_stamp(ctx: Context, f: dict[str, Any]) -> bool:
     line = f.get("line")
-    if isinstance(line, int) and line > 1 and STAMP_LIKE_RE.search(lines[line - 1]):
-        lines[line - 1] = ""
-        return True
+    if (
+        isinstance(line, int)
+        and 1 < line <= len(ctx.doc.lines)
+        and STAMP_LIKE_RE.search(ctx.doc.lines[line - 1])
+    ):
+        return ctx.edits.replace_line(line, "")
     return False
 
 
-def fix_reverse_ref(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
+def fix_reverse_ref(ctx: Context, f: dict[str, Any]) -> bool:
     changed = False
-    for n in _prose_numbers(doc, 1, len(doc.lines)):
-        new = LINK_INTO_PLAN_RE.sub(r"\1", lines[n - 1])
-        if new != lines[n - 1]:
-            lines[n - 1], changed = new, True
+    for number, line in ctx.doc.prose_lines():
+        new = LINK_INTO_PLAN_RE.sub(r"\1", line)
+        if new != line:
+            changed |= ctx.edits.replace_line(number, new)
     return changed
 
 
-def _split_at_joint(sentence: str) -> str | None:
-    joints = [m.start() for m in re.finditer(r",\s+(?:and|but|so|which|while|because)\s|;\s", sentence)]
-    if not joints:
+def _flagged_block(ctx: Context, f: dict[str, Any]) -> tuple[Block, int] | None:
+    """The block and offset where a finding's quote sits on its line."""
+    line, quote = f.get("line"), (f.get("quote") or "").strip()
+    if not isinstance(line, int) or not quote:
         return None
-    middle = len(sentence) / 2
-    at = min(joints, key=lambda j: abs(j - middle))
-    head = sentence[:at].rstrip(",; ")
-    tail = re.sub(r"^[,;]\s+(?:and|but|so|which|while|because)?\s*", "", sentence[at:])
-    if not tail:
-        return None
-    return f"{head}. {tail[:1].upper()}{tail[1:]}"
+    for block in ctx.view.blocks:
+        if block.start <= line <= block.end:
+            index = line - block.start
+            at = block.text.find(quote, block.starts[index])
+            if at >= 0:
+                return block, at
+    return None
 
 
-def fix_long_sentence(
-    lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]
-) -> bool:
-    quote = (f.get("quote") or "")[:40]
-    start, end = _section_range(doc, f.get("section"))
-    for n in _prose_numbers(doc, start, end):
-        line = lines[n - 1]
-        for sentence in sentences(line):
-            if quote and sentence.startswith(quote[:20]) and len(words(sentence)) > 20:
-                split = _split_at_joint(sentence)
-                if split:
-                    lines[n - 1] = line.replace(sentence, split, 1)
-                    return True
-    return False
-
-
-def fix_wall(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
-    start, end = _section_range(doc, f.get("section"))
-    for n in _prose_numbers(doc, start, end):
-        line = lines[n - 1]
-        parts = sentences(line)
-        if len(words(line)) > 80 and len(parts) >= 2:
-            half = len(parts) // 2
-            lines[n - 1] = " ".join(parts[:half]) + "\n\n" + " ".join(parts[half:])
-            return True
-    return False
-
-
-def fix_dashes(lines: list[str], doc: DesignDoc, f: dict[str, Any], rules: dict[str, HouseRule]) -> bool:
-    start, end = _section_range(doc, f.get("section"))
+def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
+    """Split the sentence at its most central joints until each part is within the limit."""
+    rule = ctx.rules.get("hs-sentence-length")
+    found = _flagged_block(ctx, f)
+    if rule is None or found is None:
+        return False
+    block, at = found
+    limit = rule.hard_limit or rule.limit or 40
+    span = next(((a, b) for a, b in sentence_spans(block.prose) if a <= at < b), None)
+    if span is None:
+        return False
+    pieces = [span]
     changed = False
-    for n in _prose_numbers(doc, start, end):
-        new = re.sub(r"\s*—\s*|\s+--\s+", ", ", lines[n - 1])
-        if new != lines[n - 1]:
-            lines[n - 1], changed = new, True
+    while True:
+        long = [(a, b) for a, b in pieces if len(words_of(block.prose[a:b])) > limit]
+        if not long:
+            return changed
+        a, b = long[0]
+        joints = [m for m in JOINT_RE.finditer(block.prose, a, b) if "\n" not in m.group(0)]
+        joints = [m for m in joints if len(words_of(block.prose[a : m.start()])) >= 6]
+        if not joints:
+            return changed
+        middle = (a + b) / 2
+        joint = min(joints, key=lambda m: abs(m.start() - middle))
+        nxt = joint.end()
+        lead = JOINT_LEAD.get(joint.group("word") or "", "")
+        first = block.text[nxt : nxt + 1]
+        tail = lead + (first if lead else first.upper())
+        if not _replace(ctx, block, joint.start(), nxt + 1, ". " + tail):
+            return changed
+        changed = True
+        pieces.remove((a, b))
+        pieces += [(a, joint.start()), (nxt, b)]
+
+
+def fix_wall(ctx: Context, f: dict[str, Any]) -> bool:
+    """Split an over-long paragraph at sentence ends into parts within the limit."""
+    rule = ctx.rules.get("hs-wall-of-text")
+    found = _flagged_block(ctx, f)
+    if rule is None or found is None or found[0].in_quote:
+        return False
+    block = found[0]
+    limit = rule.hard_limit or rule.limit or 120
+    spans = sentence_spans(block.prose)
+    target = len(block.words) / max(2, -(-len(block.words) // int(limit)))
+    indent = " " * block.columns[-1] if block.in_list else ""
+    since, changed = 0, False
+    for (start, end), (after, _) in itertools.pairwise(spans):
+        since += len(words_of(block.prose[start:end]))
+        if since < target:
+            continue
+        line = block.line_at(after)
+        if block.line_at(end) == line:
+            done = _replace(ctx, block, end, after, "\n\n" + indent)
+        else:
+            done = block.starts[line - block.start] == after and ctx.edits.insert(line, [""])
+        if done:
+            changed, since = True, 0
+    return changed
+
+
+def fix_dashes(ctx: Context, f: dict[str, Any]) -> bool:
+    changed = False
+    for block in _blocks_in(ctx, f.get("section")):
+        for match in DASH_RE.finditer(block.prose):
+            changed |= _replace(ctx, block, match.start(), match.end(), ", ")
     return changed
 
 
@@ -195,24 +255,28 @@ FIXERS: dict[str, Fixer] = {
     "hs-puffery": fix_term,
     "hs-ai-tell": fix_term,
     "hs-acronym": fix_acronym,
+    "cr-term-order": fix_acronym,
     "hs-sentence-length": fix_long_sentence,
     "hs-wall-of-text": fix_wall,
     "hs-em-dash": fix_dashes,
 }
 
 
-def apply(text: str, flagged: list[dict[str, Any]], rules: dict[str, HouseRule]) -> tuple[str, int, int]:
+def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[str, int, int]:
     """Apply every fixable finding; returns (new text, fixed count, left count)."""
-    lines = text.split("\n")
+    doc = doc_from_text(text)
+    view = parse_prose(text, doc.lines)
+    lexicon = acronyms.Lexicon(view, known_acronyms(instructions), keywords(instructions))
+    ctx = Context(doc, view, parse_house_style(instructions), lexicon, EditSet(list(doc.lines)))
     fixed = left = 0
     for finding in flagged:
         fixer = FIXERS.get(finding.get("rule", ""))
-        doc = doc_from_text("\n".join(lines))
-        if fixer is not None and fixer(lines, doc, finding, rules):
+        if fixer is not None and fixer(ctx, finding):
             fixed += 1
         else:
             left += 1
-    return "\n".join("\n".join(lines).split("\n")), fixed, left
+    new = ctx.edits.apply()
+    return new + ("\n" if text.endswith("\n") and not new.endswith("\n") else ""), fixed, left
 
 
 def edits(old: str, new: str) -> list[tuple[str, str]]:

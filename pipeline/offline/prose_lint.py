@@ -1,7 +1,11 @@
-"""proselint's catalogue (clichés, redundancy, jargon, weasel words) as suggestion-level findings.
+"""proselint's catalogue (clichés, redundancy, lexical illusions ...) as suggestion-level findings.
 
 The house-style rules decide what blocks a round; proselint adds a maintained, broad
-catalogue on top, reported as suggestions only, so it never holds a round open.
+catalogue on top, reported as suggestions only, so it never holds a round open. Only the
+checks listed in params/offline.toml (``proselint_checks``) run: typography rules, "But" at
+the start of a paragraph and preferred spellings fire on ordinary technical Markdown and do
+not suit design documents. proselint reads the prose view with every non-prose character
+blanked, so offsets map back to an exact line and column.
 """
 
 from __future__ import annotations
@@ -9,8 +13,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from pipeline.formats.design_doc import DesignDoc
-from pipeline.offline.text import Paragraph
+from pipeline.formats.prose import MASK, Block, ProseView
+from pipeline.offline.text import lexicon
+
+BLANK = "·"
 
 
 @cache
@@ -18,7 +24,7 @@ def _ready() -> bool:
     try:
         import proselint.checks
         from proselint.registry import CheckRegistry
-    except ImportError:  # pragma: no cover - proselint ships with the agents extra
+    except ImportError:  # pragma: no cover - proselint is a dependency
         return False
     registry = CheckRegistry()
     if not registry.checks:
@@ -26,26 +32,39 @@ def _ready() -> bool:
     return True
 
 
-def lint(doc: DesignDoc, paras: list[Paragraph]) -> list[dict[str, Any]]:
+def _wanted(path: str) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in lexicon().proselint_checks)
+
+
+def lint(view: ProseView, blocks: list[Block]) -> list[dict[str, Any]]:
     if not _ready():
         return []
     from proselint.config import DEFAULT
     from proselint.tools import LintFile
 
     out: list[dict[str, Any]] = []
-    for para in paras:
-        text = para.text
-        if not text.strip():
+    for block in blocks:
+        text = block.prose.replace(MASK, BLANK)
+        if not text.strip(" \n" + BLANK):
             continue
         for result in LintFile("<prose>", text).lint(DEFAULT):
             check = result.check_result
-            start, end = check.span
-            quote = ("\n" + text + "\n")[start:end].strip() or None
+            if not _wanted(check.check_path):
+                continue
+            # LintFile pads the text with a newline on each side.
+            start, end = check.span[0] - 1, check.span[1] - 1
+            if start < 0 or end > len(text) or BLANK in text[start:end]:
+                continue
+            quote = block.quote(start, end)
+            if not quote.strip():
+                continue
+            line = block.line_at(start + len(block.text[start:end]) - len(block.text[start:end].lstrip()))
             fix = f"consider '{check.replacements}'" if check.replacements else check.message
             out.append(
                 {
                     "severity": "suggestion",
-                    "section": doc.section_name_at(para.start),
+                    "section": view.section_at(line),
+                    "line": line,
                     "quote": quote,
                     "rule": f"proselint/{check.check_path}",
                     "message": check.message,

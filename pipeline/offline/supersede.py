@@ -51,13 +51,24 @@ class Supersession:
 
     def reasserts(self, text: str) -> bool:
         """``text`` is about the old decision's subject and does not reflect the episode."""
-        words = content_words(text)
+        words = split_compounds(content_words(text), self.old.key_terms)
         if len(words) < 3:
             return False
         return (
             containment(self.old.key_terms, words) >= SUBJECT
             and containment(words, self.story_words) < REFLECTED
         )
+
+
+def split_compounds(words: set[str], terms: set[str]) -> set[str]:
+    """A closed compound of two terms ("failopen") counts as the two terms."""
+    out = set(words)
+    for word in words - terms:
+        for term in terms:
+            rest = word[len(term) :]
+            if word.startswith(term) and rest in terms:
+                out |= {term, rest}
+    return out
 
 
 def find(frozen: DesignDoc, episodes: list[tuple[str, Entry]]) -> list[Supersession]:

@@ -28,7 +28,11 @@ class Lexicon:
     fork_words: tuple[str, ...]
     decision_phrases: tuple[str, ...]
     empty_values: frozenset[str]
-    forward_refs: tuple[str, ...]
+    forward_refs: tuple[re.Pattern[str], ...]
+    pointer_words: frozenset[str]
+    overview_names: tuple[str, ...]
+    glossary_names: tuple[str, ...]
+    proselint_checks: tuple[str, ...]
 
 
 @cache
@@ -40,7 +44,11 @@ def lexicon() -> Lexicon:
         fork_words=tuple(data["fork_words"]),
         decision_phrases=tuple(data["decision_phrases"]),
         empty_values=frozenset(data["empty_values"]),
-        forward_refs=tuple(data["forward_refs"]),
+        forward_refs=tuple(re.compile(p, re.IGNORECASE) for p in data["forward_refs"]),
+        pointer_words=frozenset(data["pointer_words"].split()),
+        overview_names=tuple(data["overview_names"]),
+        glossary_names=tuple(data["glossary_names"]),
+        proselint_checks=tuple(data["proselint_checks"]),
     )
 
 
@@ -53,11 +61,13 @@ def review_finding(
     section: str | None = None,
     quote: str | None = None,
     decision_shaped: bool = False,
+    line: int | None = None,
 ) -> dict[str, Any]:
     """One finding in the review output contract (docs/formats.md §9)."""
     return {
         "severity": severity,
         "section": section,
+        "line": line,
         "quote": quote,
         "rule": rule,
         "message": message,
@@ -124,6 +134,31 @@ def paragraphs(doc: DesignDoc, start: int = 1, end: int | None = None) -> list[P
     return out
 
 
+SPAN_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[A-Z0-9\"“(\[`*\ue000])")
+
+
+def sentence_spans(prose: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of each sentence of a masked prose string (formats.prose)."""
+    protected = prose
+    for abbr in ABBREVIATIONS:
+        protected = protected.replace(abbr, abbr.replace(".", "\x00"))
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in SPAN_SPLIT_RE.finditer(protected):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(prose)))
+    out = []
+    for a, b in spans:
+        while a < b and prose[a].isspace():
+            a += 1
+        while b > a and prose[b - 1].isspace():
+            b -= 1
+        if a < b:
+            out.append((a, b))
+    return out
+
+
 def sentences(text: str) -> list[str]:
     protected = text
     for abbr in ABBREVIATIONS:
@@ -136,20 +171,33 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 
 
+@cache
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@cache
 def stem(word: str) -> str:
+    """The word's Porter2 stem ("allowed", "allows", "allowing" -> "allow")."""
     word = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+    return str(_stemmer().stemWord(word))
+
+
+HYPHEN_RE = re.compile(r"[-\u2010\u2011\u2012\u2013]")
 
 
 def content_words(text: str) -> set[str]:
+    """Stems of the text's meaningful words; a hyphenated compound counts as its parts, so
+    "fail-open", "fail open" and "fails open" say the same."""
     stop = lexicon().stopwords
-    return {stem(w) for w in words(text) if w.lower() not in stop and len(w) > 2 and not w.isdigit()}
+    out: set[str] = set()
+    for word in words(text):
+        for part in HYPHEN_RE.split(word):
+            if part and part.lower() not in stop and len(part) > 2 and not part.isdigit():
+                out.add(stem(part))
+    return out
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -211,6 +259,7 @@ class HouseRule:
     terms: tuple[str, ...] = ()
     known: frozenset[str] = frozenset()
     limit: float | None = None
+    hard_limit: float | None = None
     replace: dict[str, str] = field(default_factory=dict)
     advice: str = ""
 
@@ -228,6 +277,8 @@ def parse_house_style(instructions: str) -> dict[str, HouseRule]:
             current = HouseRule(head.group("id"), head.group("title").strip())
             rules[current.id] = current
             continue
+        if raw.startswith("#"):
+            current = None  # another heading ends the rule (a shared prompt follows)
         if current is None:
             continue
         key, sep, value = raw.partition(":")
@@ -240,9 +291,13 @@ def parse_house_style(instructions: str) -> dict[str, HouseRule]:
             current.terms = tuple(_split_list(value))
         elif key == "Known":
             current.known = frozenset(_split_list(value))
-        elif key == "Limit":
+        elif key in ("Limit", "Hard limit"):
             match = re.search(r"\d+(?:\.\d+)?", value)
-            current.limit = float(match.group(0)) if match else None
+            number = float(match.group(0)) if match else None
+            if key == "Limit":
+                current.limit = number
+            else:
+                current.hard_limit = number
         elif key == "Replace":
             for item in _split_list(value):
                 word, _, repl = item.partition("=")
@@ -252,12 +307,22 @@ def parse_house_style(instructions: str) -> dict[str, HouseRule]:
     return rules
 
 
-def known_acronyms(instructions: str) -> frozenset[str]:
+def _listed(instructions: str, key: str) -> frozenset[str]:
     found: set[str] = set()
     for line in instructions.splitlines():
-        if line.startswith("Known:"):
+        if line.startswith(key + ":"):
             found.update(_split_list(line.partition(":")[2]))
     return frozenset(found)
+
+
+def known_acronyms(instructions: str) -> frozenset[str]:
+    """The ``Known:`` lines of the role's instructions (known-terms.md, shared by every role)."""
+    return _listed(instructions, "Known")
+
+
+def keywords(instructions: str) -> frozenset[str]:
+    """Requirement keywords in capitals (``Keywords:``), never acronyms."""
+    return frozenset(w for item in _listed(instructions, "Keywords") for w in item.split())
 
 
 ACRONYM_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*s?(?![\w-])")
