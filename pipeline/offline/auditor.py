@@ -31,6 +31,7 @@ from pipeline.offline.text import (
 
 PASSIVE_RE = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.IGNORECASE)
 DASH_RE = re.compile(r"—|(?<=\s)--(?=\s)")
+ENUMERATION_RE = re.compile(r"\(\s*\d{1,2}\.?\s*\)|(?<![\w(])\d{1,2}\)")
 
 
 def _severity(rule: HouseRule, measure: float | None = None) -> str:
@@ -78,13 +79,18 @@ def _sentence_rules(blocks: list[Block], rules: dict[str, HouseRule], report: Re
             continue
         for start, end in sentence_spans(block.prose):
             sentence = block.prose[start:end]
-            count = len(words_of(sentence))
+            # Link texts (a run of linked examples) are not words the reader must hold.
+            inside = [(a, b) for a, b, _ in block.links if start <= a and b <= end]
+            count = len(words_of(sentence)) - sum(len(words_of(block.prose[a:b])) for a, b in inside)
             line = block.line_at(start)
             if long_rule and long_rule.limit and count > long_rule.limit:
+                # An inline enumeration, "(1) ... (2) ...", or a run of three or more linked
+                # examples is a list written on one line, not a sentence the reader must hold.
+                listed = len(ENUMERATION_RE.findall(sentence)) >= 2 or len(inside) >= 3
                 report.add(
                     long_rule.id,
                     f"{line}:{start}",
-                    _severity(long_rule, count),
+                    "suggestion" if listed else _severity(long_rule, count),
                     line,
                     block.quote(start, end, 80),
                     f"sentence of {count} words (limit {long_rule.limit:g})",

@@ -80,6 +80,11 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
     return found
 
 
+EXPLAINED_RE = re.compile(
+    r"^[*_]*\s*(?:\(|[—–-]+\s*(?:i\.?e\.?|that is|meaning)\b|,\s*(?:i\.e\.|that is)\b)", re.I
+)
+
+
 def term_order(view: ProseView, report: Report) -> None:
     """Bold-defined terms used before their definition (outside the overview): one pass with
     one pattern for every term."""
@@ -90,22 +95,26 @@ def term_order(view: ProseView, report: Report) -> None:
     alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
     pattern = re.compile(alternatives, re.IGNORECASE)
     last_def = max(line for line, _ in defs.values())
+    explained: set[str] = set()
     for block in view.paragraphs(1, last_def):
-        if (view.section_at(block.start) or "").lower() in overview:
-            continue
+        in_overview = (view.section_at(block.start) or "").lower() in overview
         for match in pattern.finditer(block.prose):
             href = block.link_at(match.start())
             if href is not None and href.startswith("#"):
                 continue  # a table-of-contents entry
             term = " ".join(match.group(0).lower().split())
+            # A use that explains itself ("X — i.e. ...", "X (...)"), the overview's included,
+            # lets the reader on: what follows is a suggestion to define it properly.
+            if EXPLAINED_RE.match(block.prose[match.end() : match.end() + 12]):
+                explained.add(term)
             line, defining = defs.get(term, (0, block))
             use = block.line_at(match.start())
-            if defining is block or use >= line or ("cr-term-order", term) in report:
+            if in_overview or defining is block or use >= line or ("cr-term-order", term) in report:
                 continue
             report.add(
                 "cr-term-order",
                 term,
-                "should-fix",
+                "suggestion" if term in explained else "should-fix",
                 use,
                 block.quote(match.start(), match.end()),
                 f"'{term}' is used on line {use} before it is defined on line {line}",
@@ -141,10 +150,12 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
                 continue
             later = defined_at.get(use.token)
             where = f"defined only later, on line {later}" if later else "never defined"
+            # Defined later is a fault of order the author can fix; never defined is often the
+            # audience's own vocabulary (docs/offline.md, severity policy): a suggestion.
             report.add(
                 "cr-term-order",
                 use.token,
-                "should-fix",
+                "should-fix" if later else "suggestion",
                 use.line,
                 use.quote,
                 f"acronym {use.token} is {where}",
