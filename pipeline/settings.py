@@ -99,6 +99,13 @@ def load_limits(repo_root: Path | None = None) -> Limits:
     return limits_from(data, source)
 
 
+CHECKPOINTS = "checkpoints.sqlite"
+"""The checkpoint store, one SQLite file in the runs directory."""
+CACHE_DIR = "cache"
+"""The model-call cache, a diskcache directory in the runs directory."""
+CACHE_DB = "cache.db"
+
+
 def default_runs_dir(root: Path) -> Path:
     """Where run records, checkpoints and the model-call cache live unless --runs-dir says otherwise."""
     return root / "runs"

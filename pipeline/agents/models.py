@@ -15,9 +15,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic_ai.models import Model, infer_model
-from pydantic_ai.providers import Provider, infer_provider
+from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
+from pydantic_ai.models import Model, infer_model, parse_model_id
+from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings
 
 from pipeline.agents.roles import RoleDef
@@ -65,6 +67,85 @@ def parse_role_models(pairs: list[str], roles: Mapping[str, RoleDef]) -> dict[st
             )
         out[role] = model
     return out
+
+
+MODEL_HINT = (
+    "use offline, or a pydantic-ai model string such as anthropic:claude-sonnet-4-5, "
+    "openai:gpt-5 or google-gla:gemini-2.5-pro"
+)
+
+
+def check_spec(spec: str) -> None:
+    """Refuse a model string whose provider is unknown, before anything is written."""
+    if spec == OFFLINE:
+        return
+    provider, _ = parse_model_id(spec)
+    if provider is None:
+        raise InputError(f"model {spec!r} names no provider (PROVIDER:MODEL)", hint=MODEL_HINT)
+    try:
+        infer_provider_class(provider)
+    except ValueError:
+        raise InputError(f"model {spec!r} names an unknown provider {provider!r}", hint=MODEL_HINT) from None
+
+
+def check_base_url(url: str | None, source: str = "--base-url") -> str | None:
+    """An OpenAI-compatible server's base URL, refused up front unless it is http(s)://host[...]."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"{source} {shown_url(url)!r} is not an http:// or https:// URL with a host",
+            hint="e.g. --base-url http://localhost:11434/v1 (the server's OpenAI-compatible root)",
+        )
+    try:
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        raise InputError(
+            f"{source} {shown_url(url)!r} has a bad port", hint="e.g. http://localhost:8000/v1"
+        ) from None
+    return url
+
+
+def shown_url(url: str) -> str:
+    """A URL as errors show it: any user name and password removed."""
+    parts = urlsplit(url)
+    if not (parts.username or parts.password):
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def server_of(spec: str, base_url: str | None) -> str:
+    url = base_url or (os.environ.get("OPENAI_BASE_URL") if spec.startswith("openai") else None)
+    return shown_url(url) if url else f"the {spec.partition(':')[0]} API"
+
+
+def _root_cause(exc: BaseException) -> str:
+    seen: BaseException = exc
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        nxt = seen.__cause__ or seen.__context__
+        assert nxt is not None
+        seen = nxt
+    text = " ".join(str(seen).split())[:300]
+    return f"{type(seen).__name__}: {text}" if text else type(seen).__name__
+
+
+def describe_failure(exc: BaseException, spec: str, base_url: str | None) -> str:
+    """A spawn failure as the run records it: a connection error names itself and the server."""
+    if isinstance(exc, ModelConnectionError) or (
+        isinstance(exc, ConnectionError | OSError) and not isinstance(exc, TimeoutError)
+    ):
+        text = f"connection error: cannot reach {server_of(spec, base_url)} for {spec} ({_root_cause(exc)})"
+    elif isinstance(exc, ModelHTTPError):
+        text = f"the provider answered HTTP {exc.status_code} for {spec}: {exc}"
+    elif isinstance(exc, TimeoutError):
+        text = f"timed out waiting for {spec}: {exc or type(exc).__name__}"
+    else:
+        cause = f" ({' '.join(str(exc.__cause__).split())[:300]})" if exc.__cause__ else ""
+        text = f"{type(exc).__name__}: {exc}{cause}"
+    return redact(text)
 
 
 def resolve_models(
@@ -126,7 +207,8 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
     except Exception as exc:
         raise InputError(
             f"cannot use model {spec!r}: {redact(str(exc))}",
-            hint="check the model string and its provider's API key variable",
+            hint="check the model string, and set its provider's API key variable "
+            "(or --base-url for an OpenAI-compatible server)",
         ) from None
 
 
