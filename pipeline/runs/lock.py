@@ -3,10 +3,11 @@
 ``RunLock`` is the interface a run store's lock implements; ``FileRunLock`` is the one for
 the local store: an operating-system lock (``flock`` on Unix, through filelock's descriptor
 primitive) on ``_workflow/.designloop-run.lock``. The operating system drops the lock when
-its holder dies, so a run killed with SIGKILL leaves no stale lock behind. The file stays in
-place after release (deleting it would let two waiters lock two different files); while a
-run holds it, it names the run, its process and its host so a second run can say who is
-working on the directory.
+its holder dies, so a run killed with SIGKILL leaves no stale lock behind: the next run
+takes it. While a run holds the file, it names the run, its process and its host, so a
+second run can say who is working on the directory. The holder removes the file when it
+lets go, so a finished run (or one refused after it took the lock) leaves nothing behind; a
+process that locked a file already removed finds it is not the one at the path and tries again.
 """
 
 from __future__ import annotations
@@ -78,29 +79,46 @@ class FileRunLock:
     ) -> None:
         if self._fd is not None:
             raise RuntimeError("the run lock is already held by this process")
+        told = False
+        while True:
+            fd = self._open()
+            try:
+                if not self._try(fd):
+                    current = self._read(fd)
+                    if not wait:
+                        raise self._locked(current)
+                    if on_wait is not None and not told:
+                        on_wait(current)
+                        told = True
+                    lock_descriptor(fd, blocking=True, poll_interval=POLL_SECONDS)
+                if self._at_path(fd):
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, (json.dumps(asdict(holder)) + "\n").encode(), 0)
+                    os.fsync(fd)
+                    self._fd, fd = fd, -1
+                    return
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+
+    def _open(self) -> int:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise InputError(
                 f"cannot create the run lock: {exc.strerror}",
                 file=self.path,
                 hint="make the design directory's _workflow/ writable",
             ) from None
+
+    def _at_path(self, fd: int) -> bool:
+        """Whether the locked file is still the one at the path (its holder removes it on release)."""
         try:
-            if not self._try(fd):
-                current = self._read(fd)
-                if not wait:
-                    raise self._locked(current)
-                if on_wait is not None:
-                    on_wait(current)
-                lock_descriptor(fd, blocking=True, poll_interval=POLL_SECONDS)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(asdict(holder)) + "\n").encode(), 0)
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
+            here = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
 
     def _try(self, fd: int) -> bool:
         # A `status` probe holds the lock for a moment; a few tries see past it.
@@ -127,7 +145,8 @@ class FileRunLock:
             return
         fd, self._fd = self._fd, None
         try:
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
             unlock_descriptor(fd)
         finally:
             os.close(fd)
