@@ -165,6 +165,8 @@ class RequestCache(Protocol):
 
     def set(self, key: str, value: bytes) -> Any: ...
 
+    def close(self) -> None: ...
+
 
 class CachedModel(WrapperModel):
     """A model whose every request is content-keyed, cached and retried."""
@@ -270,3 +272,9 @@ class LazyCache:
             return cache.set(key, value)
         except sqlite3.Error as exc:
             raise _failure(exc, self.directory) from None
+
+    def close(self) -> None:
+        """Close the cache's files (it opens again on its next use)."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

@@ -124,7 +124,10 @@ def params_for(role: str, inputs: RoundInputs, audit: AuditSlice | None = None) 
     """The params file's content for ``role`` in this round."""
     if role == "readability-auditor":
         if audit is None:
-            raise InputError("the readability auditor needs its slice")
+            raise InputError(
+                "the readability auditor needs its slice",
+                hint="pass the auditor's slice of the partition (designloop slices shows it)",
+            )
         return SpawnParams.model_validate(
             _base(role, inputs)
             | {

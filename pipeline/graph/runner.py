@@ -161,6 +161,19 @@ async def execute(
     """Run (or resume) the graph for a run until it finishes, pauses or stops."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
+    try:
+        return await _execute(run, resume, listener, configure)
+    finally:
+        if run.session.runtime.cache is not None:
+            run.session.runtime.cache.close()
+
+
+async def _execute(
+    run: OpenRun,
+    resume: bool,
+    listener: Callable[[dict[str, Any]], None] | None,
+    configure: Callable[[RunDeps], None] | None,
+) -> RunResult:
     session, record = run.session, run.record
     deps = build_deps(session.runtime, run.design, session.limits, session.run, run.run_dir, record.warmup)
     if listener is not None:
