@@ -12,15 +12,18 @@ fresh copy of the example as a real process and kills it:
   step1_stamp, step9_present), before or after its writes are saved, in turn.
 
 Then `designloop resume` runs until the run ends (a run killed before it was recorded is
-started again). Printed: requests the server answered in full and a later process asked
-again (goal 0), runs finishing with exactly one review-log entry (goal all), design.md
-byte-identical to an uninterrupted run's (goal all), and hangs (a process still running
-after two minutes; goal 0).
+started again). Printed: re-paid answered requests, answers the killed process had stored in
+its cache and a later process asked for again (goal 0); answers lost in flight, requests the
+server answered in full but the process was killed before it stored the answer (no client
+can keep an answer it never stored: each is asked again once); runs finishing with exactly
+one review-log entry (goal all); design.md byte-identical to an uninterrupted run's (goal
+all); and hangs, a process still running after two minutes (goal 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import shutil
 import signal
@@ -49,6 +52,7 @@ HANG = 120.0
 class Tally:
     trials: int = 0
     repaid: int = 0
+    lost: int = 0
     one_entry: int = 0
     identical: int = 0
     hangs: int = 0
@@ -56,9 +60,16 @@ class Tally:
 
     def row(self, name: str) -> str:
         return (
-            f"| {name} | {self.trials} | {self.repaid} | {self.one_entry}/{self.trials} | "
+            f"| {name} | {self.trials} | {self.repaid} | {self.lost} | {self.one_entry}/{self.trials} | "
             f"{self.identical}/{self.trials} | {self.hangs} |"
         )
+
+    def count(self, log: list[dict[str, object]], killed: int, stored: int) -> None:
+        """Score the requests: answers the killed process stored are never to be asked again."""
+        answered = len({e["key"] for e in log if e["epoch"] == killed and e["answered"]})
+        lost = max(0, answered - stored)
+        self.lost += lost
+        self.repaid += max(0, repaid(log) - lost)
 
 
 class Trial:
@@ -86,6 +97,15 @@ class Trial:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+
+    def stored(self) -> int:
+        """How many answers the process stored in its cache before it died."""
+        import diskcache
+
+        if not (self.runs / "cache" / "cache.db").is_file():
+            return 0
+        with contextlib.closing(diskcache.Cache(str(self.runs / "cache"))) as cache:
+            return len(cache)
 
     def run_id(self) -> str | None:
         if not self.runs.is_dir():
@@ -154,8 +174,9 @@ def main() -> None:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             proc.wait(HANG)
+            killed, stored = server.epoch, trial.stored()
             trial.finish(kills, reference)
-            kills.repaid += repaid(server.log)
+            kills.count(server.log, killed, stored)
             shutil.rmtree(base / f"random-{i}")
         window = Tally()
         points = [(node, when) for node in FINISH_NODES for when in ("before", "after")]
@@ -165,13 +186,20 @@ def main() -> None:
             trial = Trial(server, base / f"finish-{i}")
             proc = trial.start(node, when)
             proc.wait(HANG)
+            killed, stored = server.epoch, trial.stored()
             trial.finish(window, reference)
-            window.repaid += repaid(server.log)
+            window.count(server.log, killed, stored)
             shutil.rmtree(base / f"finish-{i}")
     print(f"uninterrupted run: {length:.2f} s from its run directory to its exit\n")
-    head = ["trials", "runs", "re-paid answered requests", "exactly one review-log entry"]
+    head = [
+        "trials",
+        "runs",
+        "re-paid answered requests",
+        "answers lost in flight",
+        "exactly one review-log entry",
+    ]
     print("| " + " | ".join([*head, "design.md identical", "hangs"]) + " |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("|" + " --- |" * 7)
     print(kills.row("SIGKILL at a random point"))
     print(window.row("kill in the finish window"))
     print(f"\n(all trials in {time.monotonic() - began:.0f} s)")
