@@ -27,7 +27,9 @@ def load_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError:
-        raise InputError("params file not found", file=path) from None
+        raise InputError(
+            "params file not found", file=path, hint="reinstall designloop, or restore the file"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(f"invalid TOML: {exc}", file=path, line=line, hint="fix the TOML syntax") from None
@@ -63,14 +65,22 @@ def limits_from(data: dict[str, Any], source: Path) -> Limits:
     known = set(Limits.__dataclass_fields__)
     for group in ("partition", "loop", "limits"):
         if not isinstance(data.get(group, {}), dict):
-            raise InputError(f"[{group}] must be a table", file=source)
+            raise InputError(
+                f"[{group}] must be a table",
+                file=source,
+                hint="write the settings under a table of that name",
+            )
         for key, value in data.get(group, {}).items():
             if key not in known:
                 raise InputError(
                     f"unknown setting [{group}] {key}", file=source, hint=f"known: {sorted(known)}"
                 )
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InputError(f"[{group}] {key} must be a positive integer", file=source)
+                raise InputError(
+                    f"[{group}] {key} must be a positive integer",
+                    file=source,
+                    hint="e.g. window = 200 (see params/defaults.toml)",
+                )
             flat[key] = value
     return Limits(**flat)
 
@@ -99,6 +109,13 @@ def load_limits(repo_root: Path | None = None) -> Limits:
     return limits_from(data, source)
 
 
+CHECKPOINTS = "checkpoints.sqlite"
+"""The checkpoint store, one SQLite file in the runs directory."""
+CACHE_DIR = "cache"
+"""The model-call cache, a diskcache directory in the runs directory."""
+CACHE_DB = "cache.db"
+
+
 def default_runs_dir(root: Path) -> Path:
     """Where run records, checkpoints and the model-call cache live unless --runs-dir says otherwise."""
     return root / "runs"
@@ -123,12 +140,18 @@ class RunSettings:
 def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
     raw = data.get("run", {})
     if not isinstance(raw, dict):
-        raise InputError("[run] must be a table", file=source)
+        raise InputError("[run] must be a table", file=source, hint="write the settings under a [run] table")
     values: dict[str, float] = {}
     for key, value in raw.items():
         if key not in RunSettings.__dataclass_fields__:
-            raise InputError(f"unknown setting [run] {key}", file=source)
+            raise InputError(
+                f"unknown setting [run] {key}",
+                file=source,
+                hint="known: spawn_timeout, warmup_delay, bash_timeout (see params/defaults.toml)",
+            )
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise InputError(f"[run] {key} must be a non-negative number", file=source)
+            raise InputError(
+                f"[run] {key} must be a non-negative number", file=source, hint="e.g. spawn_timeout = 600"
+            )
         values[key] = float(value)
     return RunSettings(**values)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import diskcache
@@ -29,6 +30,10 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tenacity.wait import wait_base
+
+from pipeline.errors import InputError
+from pipeline.formats.database import sqlite_failure
+from pipeline.settings import CACHE_DB
 
 VOLATILE_KEYS = frozenset(
     {
@@ -153,12 +158,20 @@ def response_cost(response: ModelResponse) -> Decimal | None:
         return None
 
 
+class RequestCache(Protocol):
+    """Where answered requests are kept: a diskcache, or one opened on first use."""
+
+    def get(self, key: str) -> Any: ...
+
+    def set(self, key: str, value: bytes) -> Any: ...
+
+    def close(self) -> None: ...
+
+
 class CachedModel(WrapperModel):
     """A model whose every request is content-keyed, cached and retried."""
 
-    def __init__(
-        self, wrapped: Model, cache: diskcache.Cache | None, policy: RetryPolicy | None = None
-    ) -> None:
+    def __init__(self, wrapped: Model, cache: RequestCache | None, policy: RetryPolicy | None = None) -> None:
         super().__init__(wrapped)
         self.cache = cache
         self.policy = policy or RetryPolicy()
@@ -220,4 +233,48 @@ class CachedModel(WrapperModel):
 
 def open_cache(directory: Path) -> diskcache.Cache:
     directory.mkdir(parents=True, exist_ok=True)
-    return diskcache.Cache(str(directory), size_limit=2**30)
+    try:
+        return diskcache.Cache(str(directory), size_limit=2**30)
+    except sqlite3.Error as exc:
+        raise _failure(exc, directory) from None
+
+
+def _failure(exc: sqlite3.Error, directory: Path) -> Exception:
+    named: InputError | None = sqlite_failure(exc, directory / CACHE_DB, "model-call cache")
+    return named if named is not None else exc
+
+
+class LazyCache:
+    """The run's request cache, opened on first use; a lookup before anything was cached opens
+    nothing, so a command that stops on bad input leaves no cache behind. A damaged cache file
+    is reported as such (formats.database), not as an internal error."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._cache: diskcache.Cache | None = None
+
+    def _open(self, create: bool) -> diskcache.Cache | None:
+        if self._cache is None and (create or (self.directory / CACHE_DB).is_file()):
+            self._cache = open_cache(self.directory)
+        return self._cache
+
+    def get(self, key: str) -> Any:
+        cache = self._open(create=False)
+        try:
+            return None if cache is None else cache.get(key)
+        except sqlite3.Error as exc:
+            raise _failure(exc, self.directory) from None
+
+    def set(self, key: str, value: bytes) -> Any:
+        cache = self._open(create=True)
+        assert cache is not None
+        try:
+            return cache.set(key, value)
+        except sqlite3.Error as exc:
+            raise _failure(exc, self.directory) from None
+
+    def close(self) -> None:
+        """Close the cache's files (it opens again on its next use)."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

@@ -205,7 +205,10 @@ def params_for(
         return SpawnParams.model_validate(_base(role, inputs) | _edit_params(role, inputs, edit))
     if role == "readability-auditor":
         if audit is None:
-            raise InputError("the readability auditor needs its slice")
+            raise InputError(
+                "the readability auditor needs its slice",
+                hint="pass the auditor's slice of the partition (designloop slices shows it)",
+            )
         return SpawnParams.model_validate(
             _base(role, inputs)
             | {

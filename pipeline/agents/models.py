@@ -10,12 +10,62 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic_ai.models import Model, infer_model
-from pydantic_ai.providers import Provider, infer_provider
+from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
+from pydantic_ai.models import Model, infer_model, parse_model_id
+from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
 from pydantic_ai.settings import ModelSettings
 
-from pipeline.agents.resolve import redact
+from pipeline.agents.resolve import OFFLINE, redact, shown_url
 from pipeline.errors import InputError
+
+MODEL_HINT = (
+    "use offline, or a pydantic-ai model string such as anthropic:claude-sonnet-4-5, "
+    "openai:gpt-5 or google-gla:gemini-2.5-pro"
+)
+
+
+def check_spec(spec: str) -> None:
+    """Refuse a model string whose provider is unknown, before anything is written."""
+    if spec == OFFLINE:
+        return
+    provider, _ = parse_model_id(spec)
+    if provider is None:
+        raise InputError(f"model {spec!r} names no provider (PROVIDER:MODEL)", hint=MODEL_HINT)
+    try:
+        infer_provider_class(provider)
+    except ValueError:
+        raise InputError(f"model {spec!r} names an unknown provider {provider!r}", hint=MODEL_HINT) from None
+
+
+def server_of(spec: str, base_url: str | None) -> str:
+    url = base_url or (os.environ.get("OPENAI_BASE_URL") if spec.startswith("openai") else None)
+    return shown_url(url) if url else f"the {spec.partition(':')[0]} API"
+
+
+def _root_cause(exc: BaseException) -> str:
+    seen: BaseException = exc
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        nxt = seen.__cause__ or seen.__context__
+        assert nxt is not None
+        seen = nxt
+    text = " ".join(str(seen).split())[:300]
+    return f"{type(seen).__name__}: {text}" if text else type(seen).__name__
+
+
+def describe_failure(exc: BaseException, spec: str, base_url: str | None) -> str:
+    """A spawn failure as the run records it: a connection error names itself and the server."""
+    if isinstance(exc, ModelConnectionError) or (
+        isinstance(exc, ConnectionError | OSError) and not isinstance(exc, TimeoutError)
+    ):
+        text = f"connection error: cannot reach {server_of(spec, base_url)} for {spec} ({_root_cause(exc)})"
+    elif isinstance(exc, ModelHTTPError):
+        text = f"the provider answered HTTP {exc.status_code} for {spec}: {exc}"
+    elif isinstance(exc, TimeoutError):
+        text = f"timed out waiting for {spec}: {exc or type(exc).__name__}"
+    else:
+        cause = f" ({' '.join(str(exc.__cause__).split())[:300]})" if exc.__cause__ else ""
+        text = f"{type(exc).__name__}: {exc}{cause}"
+    return redact(text)
 
 
 def _provider_factory(http_client: Any, base_url: str | None) -> Any:
@@ -54,7 +104,8 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
     except Exception as exc:
         raise InputError(
             f"cannot use model {spec!r}: {redact(str(exc))}",
-            hint="check the model string and its provider's API key variable",
+            hint="check the model string, and set its provider's API key variable "
+            "(or --base-url for an OpenAI-compatible server)",
         ) from None
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pipeline.agents.roles import RoleDef
 from pipeline.errors import InputError
@@ -92,3 +93,32 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
         if value and len(value) >= 6:
             text = text.replace(value, f"<{var}>")
     return _KEY_SHAPES.sub("<redacted>", text)
+
+
+def check_base_url(url: str | None, source: str = "--base-url") -> str | None:
+    """An OpenAI-compatible server's base URL, refused up front unless it is http(s)://host[...]."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"{source} {shown_url(url)!r} is not an http:// or https:// URL with a host",
+            hint="e.g. --base-url http://localhost:11434/v1 (the server's OpenAI-compatible root)",
+        )
+    try:
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        raise InputError(
+            f"{source} {shown_url(url)!r} has a bad port", hint="e.g. http://localhost:8000/v1"
+        ) from None
+    return url
+
+
+def shown_url(url: str) -> str:
+    """A URL as errors show it: any user name and password removed."""
+    parts = urlsplit(url)
+    if not (parts.username or parts.password):
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

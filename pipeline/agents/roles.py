@@ -81,14 +81,27 @@ def parse_role(path: Path) -> RoleDef:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
-            f"invalid YAML frontmatter: {exc}", file=path, line=(mark.line + 2) if mark is not None else 1
+            f"invalid YAML frontmatter: {exc}",
+            file=path,
+            line=(mark.line + 2) if mark is not None else 1,
+            hint="fix the YAML between the '---' lines",
         ) from None
     if not isinstance(meta, dict):
-        raise InputError("frontmatter must be a mapping of fields", file=path, line=2)
+        raise InputError(
+            "frontmatter must be a mapping of fields",
+            file=path,
+            line=2,
+            hint="write the fields as YAML key: value lines between the '---' lines",
+        )
 
     def field(name: str) -> object:
         if name not in meta:
-            raise InputError(f"agent definition lacks the '{name}' field", file=path, line=2)
+            raise InputError(
+                f"agent definition lacks the '{name}' field",
+                file=path,
+                line=2,
+                hint="add the field to the frontmatter (see docs/agents.md)",
+            )
         return meta[name]
 
     raw_tools = field("tools")
@@ -97,7 +110,12 @@ def parse_role(path: Path) -> RoleDef:
     elif isinstance(raw_tools, list):
         tools = tuple(str(t).strip() for t in raw_tools)
     else:
-        raise InputError("tools must be a comma-separated string or a list", file=path, line=2)
+        raise InputError(
+            "tools must be a comma-separated string or a list",
+            file=path,
+            line=2,
+            hint="e.g. tools: Read, Grep",
+        )
     unknown = [t for t in tools if t not in TOOLS]
     if unknown:
         raise InputError(
@@ -105,12 +123,27 @@ def parse_role(path: Path) -> RoleDef:
         )
     output, tier = field("output"), field("model_tier")
     if output not in ("review", "author"):
-        raise InputError(f"output must be 'review' or 'author', not {output!r}", file=path, line=2)
+        raise InputError(
+            f"output must be 'review' or 'author', not {output!r}",
+            file=path,
+            line=2,
+            hint="set output: review or output: author",
+        )
     if tier not in ("strong", "fast"):
-        raise InputError(f"model_tier must be 'strong' or 'fast', not {tier!r}", file=path, line=2)
+        raise InputError(
+            f"model_tier must be 'strong' or 'fast', not {tier!r}",
+            file=path,
+            line=2,
+            hint="set model_tier: strong or model_tier: fast",
+        )
     reads_log = field("reads_research_log")
     if not isinstance(reads_log, bool):
-        raise InputError("reads_research_log must be true or false", file=path, line=2)
+        raise InputError(
+            "reads_research_log must be true or false",
+            file=path,
+            line=2,
+            hint="set reads_research_log: true or reads_research_log: false",
+        )
     if output == "review" and WRITE_TOOLS & set(tools):
         raise InputError(
             f"review role {meta.get('name')} may not have write tools {sorted(WRITE_TOOLS & set(tools))}",
@@ -120,11 +153,19 @@ def parse_role(path: Path) -> RoleDef:
         )
     if not reads_log and "Bash" in tools:
         raise InputError(
-            "a cold role may not have Bash: it could read the research log through a shell", file=path, line=2
+            "a cold role may not have Bash: it could read the research log through a shell",
+            file=path,
+            line=2,
+            hint="drop Bash from its tools, or set reads_research_log: true",
         )
     prompts = meta.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-        raise InputError("prompts must be a list of prompt file names", file=path, line=2)
+        raise InputError(
+            "prompts must be a list of prompt file names",
+            file=path,
+            line=2,
+            hint="e.g. prompts: [house-style.md]",
+        )
     return RoleDef(
         name=str(field("name")),
         description=str(field("description")),
@@ -144,7 +185,12 @@ def load_roles(repo_root: Path | None = None) -> dict[str, RoleDef]:
         for path in sorted(directory.glob("*.md")):
             role = parse_role(path)
             if role.name != path.stem:
-                raise InputError(f"agent name {role.name!r} does not match its file name", file=path, line=2)
+                raise InputError(
+                    f"agent name {role.name!r} does not match its file name",
+                    file=path,
+                    line=2,
+                    hint="rename the file or its name: field so they match",
+                )
             roles[role.name] = role
     return roles
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import diskcache
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
@@ -19,12 +18,13 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.models import Model
 
-from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RetryPolicy
-from pipeline.agents.models import build_model, settings_for
-from pipeline.agents.resolve import OFFLINE, redact
+from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RequestCache, RetryPolicy
+from pipeline.agents.confine import LogVersions, Private
+from pipeline.agents.models import build_model, describe_failure, settings_for
+from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import RoleDef
 from pipeline.agents.spawn import Spawn, SpawnParams, prepare
-from pipeline.agents.tools import ToolContext, forbid, tools_for
+from pipeline.agents.tools import ToolContext, tools_for
 from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
 from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
@@ -79,7 +79,7 @@ class Runtime:
     repo_root: Path
     roles: dict[str, RoleDef]
     model_specs: dict[str, str]
-    cache: diskcache.Cache | None = None
+    cache: RequestCache | None = None
     budget: Budget = field(default_factory=Budget)
     ledger: Ledger = field(default_factory=Ledger)
     timeout: float = 600.0
@@ -88,7 +88,10 @@ class Runtime:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     model_overrides: dict[str, Model] = field(default_factory=dict)
     bash_timeout: float = 10.0
+    private_dirs: tuple[Path, ...] = ()
+    """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
     _models: dict[str, Model] = field(default_factory=dict)
+    _logs: dict[Path, LogVersions] = field(default_factory=dict)
 
     def model_for(self, role: str) -> Model:
         if role not in self._models:
@@ -111,14 +114,19 @@ class Runtime:
         role = spawn.role
         forbidden = []
         if role.cold and research_log is not None:
-            item = forbid(research_log)
-            if item is not None:
-                forbidden.append(item)
+            # Every version seen in this process: a copy made before a rewrite stays refused.
+            versions = self._logs.setdefault(research_log, LogVersions(research_log))
+            forbidden = versions.current()
         params = spawn.params
         output = Path(params.output_path) if role.writes and params.output_path else None
         both = role.writes and params.target == "both" and params.design_mechanics_path
         companion = Path(params.design_mechanics_path) if both and params.design_mechanics_path else None
         views = self._views(spawn)
+        reviews = spawn.params_path.resolve().parent.parent
+        private = Private(
+            tuple(p.resolve() for p in (*self.private_dirs, reviews)),
+            frozenset({spawn.params_path.resolve()}),
+        )
         return ToolContext(
             role=role.name,
             repo_root=self.repo_root,
@@ -128,6 +136,7 @@ class Runtime:
             views=views,
             bash_timeout=self.bash_timeout,
             code_root=code_root,
+            private=private,
         )
 
     def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
@@ -205,12 +214,11 @@ class Runtime:
                         f"the provider refused the credentials for {spec} ({exc.status_code})",
                         hint="check the provider's API key variable",
                     ) from None
-                error = redact(f"{type(exc).__name__}: {exc}")
+                error = describe_failure(exc, spec, self.base_url)
                 continue
             except FAILURES as exc:
                 self._record(usage, log, spawn)
-                cause = f" ({' '.join(str(exc.__cause__).split())[:300]})" if exc.__cause__ else ""
-                error = redact(f"{type(exc).__name__}: {exc}{cause}")
+                error = describe_failure(exc, spec, self.base_url)
                 continue
             finally:
                 ATTEMPT.reset(attempt_token)

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.resolve import ModelOptions, parse_role_models, resolve_models
+from pipeline.agents.cache import LazyCache
+from pipeline.agents.models import build_model, check_spec
+from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
-from pipeline.settings import Limits, RunSettings, default_runs_dir, limits_from, merged_params, run_settings
+from pipeline.settings import (
+    CACHE_DIR,
+    Limits,
+    RunSettings,
+    default_runs_dir,
+    limits_from,
+    merged_params,
+    run_settings,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,39 +50,54 @@ def parse_cost(value: str | None) -> Decimal | None:
     if value is None:
         return None
     try:
-        cost = Decimal(value.lstrip("$"))
+        cost = Decimal(value.strip().lstrip("$"))
     except InvalidOperation:
+        cost = Decimal("NaN")
+    if not cost.is_finite() or cost <= 0:
         raise InputError(
-            f"--max-cost {value!r} is not a number of dollars", hint="e.g. --max-cost 2.50"
-        ) from None
-    if cost <= 0:
-        raise InputError("--max-cost must be positive")
+            f"--max-cost {value!r} is not a positive number of dollars", hint="e.g. --max-cost 2.50"
+        )
     return cost
 
 
+def check_budget(tokens: int | None) -> None:
+    if tokens is not None and tokens <= 0:
+        raise InputError(f"--budget {tokens} is not a positive number of tokens", hint="e.g. --budget 400000")
+
+
 def open_session(repo_root: Path, options: SessionOptions) -> Session:
+    """Check every option and setting, then build the runtime. Nothing is written: the request
+    cache opens on its first use, after the command has checked everything else."""
     params, source = merged_params(repo_root)
     limits = limits_from(params, source)
     run = run_settings(params, source)
     roles = load_roles(repo_root)
     role_models = parse_role_models(list(options.role_models), roles)
+    check_base_url(options.base_url)
+    check_budget(options.budget_tokens)
+    budget = Budget(options.budget_tokens, parse_cost(options.max_cost))
     specs = resolve_models(roles, ModelOptions(options.model, role_models, options.base_url), params)
+    for spec in sorted(set(specs.values())):
+        check_spec(spec)
+    if options.base_url is None and any(s.startswith("openai") for s in specs.values()):
+        check_base_url(os.environ.get("OPENAI_BASE_URL") or None, "OPENAI_BASE_URL")
     runs_dir = (options.runs_dir or default_runs_dir(repo_root)).resolve()
-    cache = None
-    if not options.no_cache:
-        from pipeline.agents.cache import open_cache
-
-        cache = open_cache(runs_dir / "cache")
-    if options.budget_tokens is not None and options.budget_tokens <= 0:
-        raise InputError("--budget must be a positive number of tokens")
     runtime = Runtime(
         repo_root=repo_root,
         roles=roles,
         model_specs=specs,
-        cache=cache,
-        budget=Budget(options.budget_tokens, parse_cost(options.max_cost)),
+        cache=None if options.no_cache else LazyCache(runs_dir / CACHE_DIR),
+        budget=budget,
         timeout=run.spawn_timeout,
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
+        private_dirs=(runs_dir,),
     )
     return Session(runtime, limits, run, runs_dir, params)
+
+
+def check_models(runtime: Runtime) -> None:
+    """Build each configured model once (its provider, its key), so a model that cannot run is
+    refused before a run writes anything rather than when its role is first spawned."""
+    for spec in sorted(set(runtime.model_specs.values()) - {OFFLINE}):
+        build_model(spec, base_url=runtime.base_url, http_client=runtime.http_client)

@@ -1,17 +1,18 @@
 """Agent tools confined to the repository root, registered strictly from a role's allow-list.
 
 Read, Grep and Glob resolve every path (symlinks included) and refuse anything outside the
-repository root. For cold roles the research log is refused by resolved real path, by inode
-(hard links) and by content (copies under another name), and is invisible to Grep and Glob.
-Write and Edit accept only the spawn's output_path. Bash runs an allow-list of read-only
-commands without a shell, with a stripped environment and a time limit. A refusal is
-returned to the model as the tool's result and recorded on the context.
+repository root, and the private paths (run records, the model-call cache, other spawns'
+params files) inside it. For cold roles the research log is refused by resolved real path,
+by inode (hard links) and by normalised content (copies, excerpts and earlier versions under
+any name; agents.confine), and is invisible to Grep and Glob. Write and Edit accept only the
+spawn's output_path. Bash runs an allow-list of read-only commands and options without a
+shell (agents.shell), with a stripped environment and a time limit. A refusal is returned to
+the model as the tool's result and recorded on the context.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 import re
 import shlex
@@ -22,49 +23,21 @@ from pathlib import Path
 
 from pydantic_ai import RunContext, Tool
 
+from pipeline.agents.confine import ForbiddenFile, Private, forbid, normalise
 from pipeline.agents.psi import SKIP_DIRS, CodeIndex, build_index
+from pipeline.agents.shell import ShellRefusal, plan_command
 from pipeline.formats.paging import cut_note, page_note
 from pipeline.formats.textio import atomic_write
 
+__all__ = ["ForbiddenFile", "ToolContext", "forbid", "tools_for"]
+
 MAX_READ_CHARS = 400_000
 MAX_MATCHES = 200
-BASH_COMMANDS = frozenset({"git", "ls", "wc", "rg", "grep"})
-GIT_SUBCOMMANDS = frozenset({"log", "show", "diff", "blame"})
-BASH_FORBIDDEN_ARGS = (
-    "--output",
-    "--ext-diff",
-    "--textconv",
-    "--pre",
-    "--exec",
-    "-c",
-    "--config",
-    "--upload-pack",
-    "--open-files-in-pager",
-    "-O",
-)
 SHELL_META = re.compile(r"[|;&<>`$\n]")
 
 
 class Refused(Exception):
     """A tool call outside the role's permissions."""
-
-
-@dataclass(slots=True)
-class ForbiddenFile:
-    path: Path
-    inode: tuple[int, int]
-    size: int
-    digest: str
-
-
-def forbid(path: Path) -> ForbiddenFile | None:
-    try:
-        real = path.resolve(strict=True)
-        stat = real.stat()
-        digest = hashlib.sha256(real.read_bytes()).hexdigest()
-    except OSError:
-        return None
-    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), stat.st_size, digest)
 
 
 @dataclass(slots=True)
@@ -81,9 +54,12 @@ class ToolContext:
     code_root: Path | None = None
     views: dict[Path, frozenset[int] | None] | None = None
     """When set, the only readable files; a line set shows those lines and blanks the rest."""
+    private: Private = field(default_factory=Private)
+    """Paths no role reads: the runs directory and other spawns' params files."""
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
+    _seen: dict[tuple[int, int, int, int], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.repo_root = self.repo_root.resolve()
@@ -101,6 +77,9 @@ class ToolContext:
         return Refused(message)
 
     def is_forbidden(self, real: Path) -> bool:
+        """A private path, or (for a cold role) the research log by path, inode or content."""
+        if self.private.covers(real):
+            return True
         if not self.forbidden:
             return False
         if real.name == "research-log.md":
@@ -109,22 +88,29 @@ class ToolContext:
             stat = real.stat()
         except OSError:
             return False
-        for item in self.forbidden:
-            if real == item.path or (stat.st_dev, stat.st_ino) == item.inode:
-                return True
-            if stat.st_size == item.size and real.is_file():
-                try:
-                    if hashlib.sha256(real.read_bytes()).hexdigest() == item.digest:
-                        return True
-                except OSError:
-                    continue
-        return False
+        if any(real == item.path or (stat.st_dev, stat.st_ino) == item.inode for item in self.forbidden):
+            return True
+        return real.is_file() and self._holds_the_log(real, stat)
+
+    def _holds_the_log(self, real: Path, stat: os.stat_result) -> bool:
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if key not in self._seen:
+            try:
+                text = normalise(real.read_bytes())
+            except OSError:
+                return False
+            self._seen[key] = any(item.matches(text) for item in self.forbidden)
+        return self._seen[key]
 
     def confine(self, raw: str) -> Path:
         """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files."""
         real = self._absolute(raw).resolve()
         if not real.is_relative_to(self.repo_root):
             raise self.refuse(f"{raw}: outside the repository root")
+        if self.private.covers(real):
+            raise self.refuse(
+                f"{raw}: run records, the model-call cache and other spawns' params files are not readable"
+            )
         if self.is_forbidden(real):
             raise self.refuse(f"{raw}: the research log is not readable by the {self.role} role")
         if self.views is not None and real not in self.views and real != self.repo_root:
@@ -212,7 +198,11 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
         return [base]
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS and not deps.private.covers((Path(dirpath) / d).resolve())
+        )
         for name in sorted(filenames):
             path = Path(dirpath) / name
             real = path.resolve()
@@ -298,31 +288,20 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
     return f"edited {deps.rel(target)}"
 
 
-def _check_bash(deps: ToolContext, argv: list[str]) -> None:
-    if not argv or argv[0] not in BASH_COMMANDS:
-        raise deps.refuse(f"only {', '.join(sorted(BASH_COMMANDS))} may run")
-    if argv[0] == "git" and (len(argv) < 2 or argv[1] not in GIT_SUBCOMMANDS):
-        raise deps.refuse(f"git may run only {', '.join(sorted(GIT_SUBCOMMANDS))}")
-    for arg in argv[1:]:
-        if any(arg == bad or arg.startswith(bad + "=") for bad in BASH_FORBIDDEN_ARGS):
-            raise deps.refuse(f"argument {arg} is not allowed")
-        if arg.startswith("-") or (argv[0] == "git" and arg in GIT_SUBCOMMANDS):
-            continue
-        candidate = deps._absolute(arg.split(":", 1)[-1] if argv[0] == "git" and ":" in arg else arg)
-        if candidate.exists() or "/" in arg or arg.startswith("."):
-            deps.confine(str(candidate))
-
-
 def bash(ctx: RunContext[ToolContext], command: str) -> str:
-    """Run one read-only command: git log/show/diff/blame, ls, wc, rg or grep. No shell, no network."""
+    """Run one read-only command: git log/show/diff/blame, ls, wc, rg or grep. No shell, no network.
+
+    Each command takes only the options on its allow-list; paths stay inside the repository.
+    """
     deps = ctx.deps
     if SHELL_META.search(command):
         return _refusal(deps.refuse("shell operators are not allowed; run one command"))
     try:
-        argv = shlex.split(command)
-        _check_bash(deps, argv)
+        argv = plan_command(shlex.split(command), deps.confine, deps.repo_root, deps.private)
     except ValueError as exc:
         return f"error: {exc}"
+    except ShellRefusal as exc:
+        return _refusal(deps.refuse(str(exc)))
     except Refused as exc:
         return _refusal(exc)
     env = {
@@ -330,6 +309,7 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         "HOME": str(deps.repo_root),
         "LANG": "C.UTF-8",
         "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_PAGER": "cat",
         "PAGER": "cat",

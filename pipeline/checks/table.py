@@ -27,7 +27,11 @@ def rule_table() -> dict[str, Rule]:
     for rule_id, spec in load_toml(path).items():
         severity = spec.get("severity")
         if severity not in SEVERITIES:
-            raise InputError(f"rule {rule_id} has unknown severity {severity!r}", file=path)
+            raise InputError(
+                f"rule {rule_id} has unknown severity {severity!r}",
+                file=path,
+                hint="severity is blocker, should-fix or suggestion",
+            )
         table[rule_id] = Rule(
             rule_id, severity, bool(spec.get("auto_applicable", False)), str(spec.get("summary", ""))
         )

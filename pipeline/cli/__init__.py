@@ -11,14 +11,24 @@ import sys
 import traceback
 
 from pipeline.cli.fast import FAST_COMMANDS, run_fast
-from pipeline.errors import DesignloopError, ExitCode
+from pipeline.errors import DesignloopError, ExitCode, InputError
 
 
 def _typer_main(argv: list[str]) -> None:
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
     from pipeline.cli import edit, reports, runs  # noqa: F401  (registers the run commands)
     from pipeline.cli.app import app
 
-    app(args=argv, prog_name="designloop")
+    try:
+        code = app(args=argv, prog_name="designloop", standalone_mode=False)
+    except NoArgsIsHelpError:
+        sys.exit(int(ExitCode.BAD_INPUT))  # the help is already on the screen
+    except ClickException as exc:  # a usage error: the same contract as every other bad input
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "designloop"
+        raise InputError(f"{where}: {exc.format_message()}", hint=f"see '{where} --help'") from None
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -61,14 +61,27 @@ def roles(
     as_json: JsonOpt = False,
 ) -> None:
     """List each role with its tools, whether it may read the research log, and its resolved model."""
-    from pipeline.agents.resolve import ModelOptions, parse_role_models, resolve_models
+    from pipeline.agents.resolve import (
+        OFFLINE,
+        ModelOptions,
+        check_base_url,
+        parse_role_models,
+        resolve_models,
+    )
     from pipeline.agents.roles import load_roles
     from pipeline.settings import merged_params, repo_root
 
     root = repo_root()
     definitions = load_roles(root)
+    check_base_url(base_url)
     options = ModelOptions(model, parse_role_models(list(role_model or ()), definitions), base_url)
     specs = resolve_models(definitions, options, merged_params(root)[0])
+    configured = sorted(set(specs.values()) - {OFFLINE})
+    if configured:  # a model SDK loads only when a model is named
+        from pipeline.agents.models import check_spec
+
+        for spec in configured:
+            check_spec(spec)
     rows = [
         {
             "role": r.name,
@@ -130,19 +143,31 @@ def review(
     Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
     """
     from pipeline.agents.review import review_once
-    from pipeline.agents.session import SessionOptions, open_session
+    from pipeline.agents.session import SessionOptions, check_models, open_session
     from pipeline.cli.fast import resolve
     from pipeline.formats.design_dir import open_design_dir
+    from pipeline.formats.research_log import load_research_log
+    from pipeline.runs.preflight import check_reviews, check_runs_dir
 
+    part = _parse_slice(slice_)
     d = open_design_dir(resolve(directory) or directory)
     session = open_session(
         d.repo_root, SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir)
     )
+    roles = session.runtime.roles
+    if role not in roles:
+        raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(roles))}")
+    if part is not None and role != "readability-auditor":
+        raise InputError(f"--slice applies to the readability-auditor, not to {role}", hint="drop --slice")
+    # Everything the review will read or write, checked before its first spawn writes a params file.
+    check_models(session.runtime)
+    check_reviews(d)
+    check_runs_dir(session.runs_dir)
+    if roles[role].reads_research_log:
+        load_research_log(d.research_log)
     target = (resolve(draft) or draft).resolve() if draft else None
     run = asyncio.run(
-        review_once(
-            session.runtime, role, d, session.limits, target, _parse_slice(slice_), keep_params=keep_params
-        )
+        review_once(session.runtime, role, d, session.limits, target, part, keep_params=keep_params)
     )
     total = session.runtime.ledger.total()
     failed = any(r.status != "ok" for r in run.results)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.cli.runs import WaitOpt
 from pipeline.errors import InputError
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def edit(
     budget: BudgetOpt = None,
     max_cost: CostOpt = None,
     runs_dir: RunsOpt = None,
+    wait: WaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
@@ -71,10 +73,10 @@ def edit(
     """
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
-    from pipeline.cli.runs import _execute, runs_dir_of
+    from pipeline.cli.runs import _execute, _locked, runs_dir_of
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
-    from pipeline.runs.edit_setup import prepare_edit
+    from pipeline.runs.edit_setup import new_edit_id, prepare_edit
 
     choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
     failing = _choice(fail_on, "--fail-on", ("blocker", "should-fix"))
@@ -102,7 +104,11 @@ def edit(
     options = SessionOptions(
         model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
     )
-    run = prepare_edit(request, resolve(directory) or directory, options, chooser)
-    if not as_json:
-        typer.echo(f"run {run.run_id}", err=True)
-    _execute(run, False, as_json)
+    target = resolve(directory) or directory
+    run_id = new_edit_id(request.kind)
+    # The design directory's run lock is held from before the edit's run exists to its end.
+    with _locked(target.resolve(), run_id, wait):
+        run = prepare_edit(request, target, options, chooser, run_id)
+        if not as_json:
+            typer.echo(f"run {run.run_id}", err=True)
+        _execute(run, False, as_json)

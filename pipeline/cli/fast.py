@@ -137,14 +137,18 @@ def run_slices(argv: list[str]) -> int:
 
     for name in ("window", "cap"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
-            raise InputError(f"--{name} must be a positive integer")
+            raise InputError(f"--{name} must be a positive integer", hint="e.g. --window 200 --cap 6")
     target = resolve(args.path) or args.path
     if target.is_dir():
         target = workflow_dir(target) / "design.md"
     limits = load_limits(repo_root())
     doc = load_design(target)
     if not doc.lines:
-        raise InputError("the design is empty: there is nothing to partition", file=target)
+        raise InputError(
+            "the design is empty: there is nothing to partition",
+            file=target,
+            hint="write the design first, or pass the right path",
+        )
     parts = partition(
         doc.lines, args.window or limits.window, args.cap or limits.cap, limits.single_slice_max
     )

@@ -39,6 +39,9 @@ def _fail_on(value: str | None) -> FailOn | None:
     raise InputError(f"--fail-on {value!r} is not blocker or should-fix", hint="e.g. --fail-on should-fix")
 
 
+WaitOpt = Annotated[
+    bool, typer.Option("--wait", help="if another run is working on the directory, start when it is done")
+]
 CodeRootOpt = Annotated[
     Path | None, typer.Option("--code-root", help="where the code the design describes lives")
 ]
@@ -48,6 +51,21 @@ def runs_dir_of(runs_dir: Path | None) -> Path:
     from pipeline.settings import default_runs_dir, repo_root
 
     return (runs_dir or default_runs_dir(repo_root())).resolve()
+
+
+def _waiting(directory: Path) -> Any:
+    def say(holder: Any) -> None:
+        who = holder.describe() if holder is not None else "another run"
+        typer.echo(f"waiting: {who} is working on {directory}", err=True)
+
+    return say
+
+
+def _locked(directory: Path, run_id: str, wait: bool) -> Any:
+    """Hold the design directory's run lock for the rest of the command (one run at a time)."""
+    from pipeline.runs.lock import holder_for, holding, run_lock
+
+    return holding(run_lock(directory), holder_for(run_id), wait, _waiting(directory))
 
 
 def _execute(run: OpenRun, resume: bool, as_json: bool) -> None:
@@ -101,28 +119,25 @@ def _start(
     no_warmup: bool,
     code_root: Path | None,
     fail_on: str | None,
+    wait: bool,
     as_json: bool,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
-    from pipeline.runs.setup import prepare_run
+    from pipeline.runs.setup import plan_run, start_run
 
     failing = _fail_on(fail_on) or "blocker"
     options = SessionOptions(
         model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
     )
     root = resolve(code_root) if code_root else None
-    run = prepare_run(
-        kind,
-        resolve(directory) or directory,
-        options,
-        not no_warmup,
-        root.resolve() if root else None,
-        failing,
-    )
-    if not as_json:
-        typer.echo(f"run {run.run_id}", err=True)
-    _execute(run, False, as_json)
+    target = resolve(directory) or directory
+    plan = plan_run(kind, target, options, not no_warmup, root.resolve() if root else None, failing)
+    with _locked(plan.design.root, plan.run_id, wait):
+        run = start_run(plan)
+        if not as_json:
+            typer.echo(f"run {run.run_id}", err=True)
+        _execute(run, False, as_json)
 
 
 def _register(name: str, kind: str, doc: str) -> None:
@@ -137,6 +152,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         no_warmup: NoWarmupOpt = False,
         code_root: CodeRootOpt = None,
         fail_on: FailOnOpt = None,
+        wait: WaitOpt = False,
         as_json: JsonOpt = False,
     ) -> None:
         _start(
@@ -151,6 +167,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             no_warmup,
             code_root,
             fail_on,
+            wait,
             as_json,
         )
 
@@ -186,13 +203,20 @@ def resume(
     max_cost: CostOpt = None,
     runs_dir: RunsOpt = None,
     fail_on: FailOnOpt = None,
+    wait: WaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     from pipeline.runs.setup import load_run, run_dir_for
 
     failing = _fail_on(fail_on)
-    _execute(load_run(run_dir_for(runs_dir_of(runs_dir), run_id), budget, max_cost, failing), True, as_json)
+    run = load_run(run_dir_for(runs_dir_of(runs_dir), run_id), budget, max_cost, failing)
+    with _locked(run.design.root, run.run_id, wait):
+        _execute(run, True, as_json)
+
+
+def _warn(error: Any) -> None:
+    typer.echo(f"designloop: warning: skipped a damaged run: {error.render()}", err=True)
 
 
 @app.command()
@@ -203,18 +227,19 @@ def status(
 ) -> None:
     """Show a run, replayed from its event log."""
     from pipeline.errors import InputError
-    from pipeline.runs.events import read_events
+    from pipeline.runs.preflight import check_existing_runs_dir
     from pipeline.runs.setup import run_dir_for
-    from pipeline.runs.views import list_runs, replay
+    from pipeline.runs.views import list_runs, read_view
 
     base = runs_dir_of(runs_dir)
     if run_id is None:
-        runs = list_runs(base)
+        check_existing_runs_dir(base)
+        runs = list_runs(base, _warn)
         if not runs:
             raise InputError("no runs yet", file=base, hint="start one with designloop create DIR")
         view = runs[-1]
     else:
-        view = replay(run_id, read_events(run_dir_for(base, run_id)))
+        view = read_view(run_dir_for(base, run_id))
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2))
         return
@@ -247,10 +272,13 @@ def status(
 
 @app.command()
 def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
-    """List the runs, replayed from their event logs."""
+    """List the runs, replayed from their event logs (a damaged one is skipped with a warning)."""
+    from pipeline.runs.preflight import check_existing_runs_dir
     from pipeline.runs.views import list_runs
 
-    views = list_runs(runs_dir_of(runs_dir))
+    base = runs_dir_of(runs_dir)
+    check_existing_runs_dir(base)
+    views = list_runs(base, _warn)
     if as_json:
         typer.echo(
             json.dumps(

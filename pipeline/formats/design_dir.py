@@ -83,11 +83,19 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
         try:
             data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"invalid TOML: {exc}", file=root / DIR_PARAMS) from None
+            raise InputError(
+                f"invalid TOML: {exc}",
+                file=root / DIR_PARAMS,
+                hint="fix the TOML syntax of the design directory's designloop.toml",
+            ) from None
         value = data.get("code_root")
         if value is not None:
             if not isinstance(value, str):
-                raise InputError("code_root must be a path string", file=root / DIR_PARAMS)
+                raise InputError(
+                    "code_root must be a path string",
+                    file=root / DIR_PARAMS,
+                    hint='e.g. code_root = "../../src"',
+                )
             code_root = (root / value).resolve()
     code = (code_root or repo).resolve()
     if not code.is_dir():

@@ -2,7 +2,7 @@
 zero-delta check, stale quotes and the on-top-of merge.
 
 The baseline is the text of design-mechanics.md as the last design-sync (or the split that
-created it) left it, kept at ``_workflow/reviews/sync/design-mechanics.md``. Comparing the
+created it) left it, kept at ``_workflow/sync/design-mechanics.md``. Comparing the
 live companion with it gives the sections changed, added, removed and renamed since then.
 """
 
@@ -21,7 +21,7 @@ from pipeline.formats.design_doc import STAMP_LIKE_RE
 from pipeline.formats.edits import parse
 from pipeline.formats.split import split_section
 
-BASELINE = Path("reviews") / "sync" / "design-mechanics.md"
+BASELINE = Path("sync") / "design-mechanics.md"
 TOKEN_RE = re.compile(r"\s+|\w+|[^\w\s]")
 RENAME_SIMILARITY = 0.8
 DeltaKind = Literal["changed", "added", "removed", "renamed"]

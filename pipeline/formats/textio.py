@@ -82,7 +82,11 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
             f"{what} is not readable (permission denied)", file=path, hint="fix the file's permissions"
         ) from None
     except OSError as exc:
-        raise InputError(f"{what} could not be read: {exc.strerror}", file=path) from None
+        raise InputError(
+            f"{what} could not be read: {exc.strerror}",
+            file=path,
+            hint="check the path and the file's permissions",
+        ) from None
     return decode(data, path)
 
 

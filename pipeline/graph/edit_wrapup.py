@@ -210,11 +210,14 @@ def step9_present(state: EditState, config: RunnableConfig) -> EditUpdate:
     if state.sync_suggestion:
         parts += ["## Sync suggested", "", state.sync_suggestion, ""]
     atomic_write(deps.run_dir / "summary.md", "\n".join(parts))
-    deps.events.emit(
-        "outcome",
-        outcome=state.outcome.verdict,
-        line=line,
-        rounds=state.round,
-        review_log_entry=state.review_entry,
-    )
+    # The outcome event is the finish's record, written once and last (graph.runner resumes a
+    # finish cut short before it).
+    if not deps.events.recorded("outcome"):
+        deps.events.emit(
+            "outcome",
+            outcome=state.outcome.verdict,
+            line=line,
+            rounds=state.round,
+            review_log_entry=state.review_entry,
+        )
     return {"summary": line}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
+from pipeline.formats.database import sqlite_failure
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
@@ -32,10 +34,14 @@ from pipeline.graph.state import (
     RunState,
     Verdict,
 )
+from pipeline.runs.events import read_events
 from pipeline.runs.records import RUN_FORMAT, FailOn, predates
 from pipeline.runs.setup import OpenRun, load_run
+from pipeline.settings import CHECKPOINTS
 
-CHECKPOINTS = "checkpoints.sqlite"
+STORE = "checkpoint store"
+LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
+"""Events written before the graph's first checkpoint: any other means a checkpoint exists."""
 OUTCOME_EXIT: dict[Verdict, ExitCode] = {
     PASS: ExitCode.OK,
     BLOCKER_REMAINS: ExitCode.FINDINGS,
@@ -108,11 +114,41 @@ async def checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
     The state is plain JSON (graph.build.node), so the serializer imports no classes on load.
     """
     runs_dir.mkdir(parents=True, exist_ok=True)
-    async with aiosqlite.connect(runs_dir / CHECKPOINTS, timeout=30) as conn:
-        await conn.execute("PRAGMA busy_timeout = 30000")
-        saver = AsyncSqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
-        await saver.setup()
-        yield saver
+    path = runs_dir / CHECKPOINTS
+    try:
+        async with aiosqlite.connect(path, timeout=30) as conn:
+            await conn.execute("PRAGMA busy_timeout = 30000")
+            saver = AsyncSqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+            await saver.setup()
+            yield saver
+    except sqlite3.Error as exc:
+        named = sqlite_failure(exc, path, STORE)
+        if named is None:
+            raise
+        raise named from None
+
+
+def _stale(values: dict[str, Any]) -> bool:
+    """A state written by an earlier format. The first checkpoint holds only LangGraph's own
+    channels (the input is still a pending write): that is no state at all, not an old one."""
+    fields = [k for k in values if not k.startswith("__")]
+    return bool(fields) and values.get("format") != RUN_FORMAT
+
+
+def _ran(run: OpenRun) -> bool:
+    """Whether the run's events show it got past the graph's first checkpoint."""
+    return any(e["type"] not in LAUNCH_EVENTS for e in read_events(run.run_dir))
+
+
+def _no_checkpoint(run: OpenRun) -> InputError:
+    path = run.session.runs_dir / CHECKPOINTS
+    return InputError(
+        f"run {run.run_id} has no checkpoint in {path}, though its events show it ran: the "
+        "checkpoint store was deleted, emptied or replaced",
+        file=path,
+        hint="restore the checkpoint store from a backup to resume it, or start a new run on the "
+        "same directory (designloop create or final): finished model calls are answered from the cache",
+    )
 
 
 def _state(run: OpenRun, values: dict[str, Any]) -> RunState | EditState | None:
@@ -168,6 +204,19 @@ async def execute(
     """Run (or resume) the graph for a run until it finishes, pauses or stops."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
+    try:
+        return await _execute(run, resume, listener, configure)
+    finally:
+        if run.session.runtime.cache is not None:
+            run.session.runtime.cache.close()
+
+
+async def _execute(
+    run: OpenRun,
+    resume: bool,
+    listener: Callable[[dict[str, Any]], None] | None,
+    configure: Callable[[RunDeps], None] | None,
+) -> RunResult:
     session, record = run.session, run.record
     deps = build_deps(session.runtime, run.design, session.limits, session.run, run.run_dir, record.warmup)
     if listener is not None:
@@ -178,12 +227,15 @@ async def execute(
         "configurable": {"thread_id": record.run_id, "deps": deps},
         "recursion_limit": 400,
     }
+    store = session.runs_dir / CHECKPOINTS
+    if resume and (not store.is_file() or store.stat().st_size == 0) and _ran(run):
+        raise _no_checkpoint(run)  # deleted or emptied: named before the store is opened
     async with checkpointer(session.runs_dir) as saver:
         graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
         saved = await saver.aget_tuple(config)
         # Check the format before LangGraph reads the state into RunState for its next tasks.
         values = saved.checkpoint["channel_values"] if saved else {}
-        if values and values.get("format") != RUN_FORMAT:
+        if _stale(values):
             raise predates(run.run_id, values.get("format", 1))
         try:
             snapshot = await graph.aget_state(config)
@@ -192,15 +244,21 @@ async def execute(
         state = _state(run, dict(snapshot.values or {}))
         for item in state.usage if state else []:
             deps.runtime.ledger.add(item.round, item.role, item.usage)
-        graph_input: Any
+        graph_input: Any = None
+        if resume and saved is None and _ran(run):
+            raise _no_checkpoint(run)  # a store replaced by another is named, never silently restarted
         if not resume or state is None:
             graph_input = _initial(run).model_dump(mode="json")
         elif snapshot.interrupts:
             graph_input = Command(resume={"resumed_at": dt.datetime.now(dt.UTC).isoformat()})
-        elif not snapshot.next:
-            return _result(run, state)
-        else:
-            graph_input = None
+        elif not snapshot.next and not snapshot.tasks:
+            # The graph is at its end. Its outcome counts only once the finish is on record; a
+            # finish cut short is run again from the outcome (every finish step is idempotent).
+            if deps.events.recorded("outcome"):
+                return _result(run, state)
+            await graph.aupdate_state(config, None, as_node="step6_outcome")
+        # Otherwise: continue from the last checkpoint. A task whose writes were saved before
+        # the process died is not run again; its writes are applied and the graph goes on.
         deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
         try:
             await graph.ainvoke(graph_input, config, durability="sync")

@@ -164,11 +164,14 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
         f"{entry}\n## Outcome\n\n{line}\n"
     )
     atomic_write(deps.run_dir / "summary.md", summary)
-    deps.events.emit(
-        "outcome",
-        outcome=state.outcome.verdict,
-        line=line,
-        rounds=state.round,
-        review_log_entry=state.review_entry,
-    )
+    # The outcome event is the finish's record (status, runs and resume read it): written last,
+    # once. A finish run again after a crash finds it and writes it no second time.
+    if not deps.events.recorded("outcome"):
+        deps.events.emit(
+            "outcome",
+            outcome=state.outcome.verdict,
+            line=line,
+            rounds=state.round,
+            review_log_entry=state.review_entry,
+        )
     return {"summary": line}

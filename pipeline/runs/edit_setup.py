@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents.session import SessionOptions, open_session
+from pipeline.agents.session import SessionOptions, check_models, open_session
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.edit_ops import plan_edit, plan_files
@@ -19,6 +19,7 @@ from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.events import EventLog
+from pipeline.runs.preflight import check_design_dir, check_runs_dir
 from pipeline.runs.records import RunOptions, RunRecord, write_record
 from pipeline.runs.setup import OpenRun, stored_url
 
@@ -74,19 +75,28 @@ def settle(req: EditRequest, d: DesignDir, choose: Chooser | None) -> EditReques
 
 
 def prepare_edit(
-    req: EditRequest, directory: Path, options: SessionOptions, choose: Chooser | None = None
+    req: EditRequest,
+    directory: Path,
+    options: SessionOptions,
+    choose: Chooser | None = None,
+    run_id: str | None = None,
 ) -> OpenRun:
-    """Validate the edit (a malformed one exits 2 and changes nothing), then start its run."""
+    """Validate the edit (a malformed one exits 2 and changes nothing), then start its run.
+    The run directory appears whole: it is written under a temporary name and renamed."""
     design = open_design_dir(directory)
     req.validate_form()
     parse_entries(design.mutations)  # a malformed review log is refused before anything else
     req = settle(req, design, choose)
     plan_edit(req.model_copy(), design, EditPlan(read_live), PLACEHOLDER_STAMP)
     session = open_session(design.repo_root, options)
-    run_id = new_edit_id(req.kind)
+    check_models(session.runtime)
+    check_design_dir(design, req.kind)
+    check_runs_dir(session.runs_dir)
+    run_id = run_id or new_edit_id(req.kind)
     run_dir = session.runs_dir / run_id
-    run_dir.mkdir(parents=True)
-    snapshot(design, run_dir)
+    partial = session.runs_dir / f".{run_id}.partial"
+    partial.mkdir(parents=True)
+    snapshot(design, partial)
     primary = design.mechanics if req.kind == "mechanics-edit" else design.design
     record = RunRecord(
         run_id=run_id,
@@ -107,8 +117,9 @@ def prepare_edit(
         draft=design.rel(primary),
         edit=req,
     )
-    write_record(run_dir, record)
-    EventLog(run_dir).emit(
+    write_record(partial, record)
+    EventLog(partial).emit(
         "run_start", run_kind=req.kind, directory=str(design.root), models=session.runtime.model_specs
     )
+    partial.rename(run_dir)
     return OpenRun(record, run_dir, design, session)

@@ -51,19 +51,50 @@ class EventLog:
             listener(event)
         return event
 
+    def recorded(self, kind: str) -> bool:
+        """Whether an event of ``kind`` is already in the log (a finish records its outcome once)."""
+        return self.path.exists() and any(e["type"] == kind for e in read_events(self.run_dir))
 
-def read_events(run_dir: Path) -> list[dict[str, Any]]:
+
+def damaged_line(path: Path, line: int, what: str) -> InputError:
+    return InputError(
+        f"the run's event log is damaged: {what}",
+        file=path,
+        line=line,
+        hint="each line is one JSON event object; delete or repair that line (a copy of the file "
+        "keeps the original), then run the command again",
+    )
+
+
+def numbered_events(run_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The events with their line numbers. A last line cut off by a kill (no newline) is dropped."""
     path = run_dir / EVENTS
-    if not path.exists():
-        raise InputError("no such run", file=run_dir, hint="designloop runs lists the runs")
-    events = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            "the run has no event log", file=path, hint="designloop runs lists the runs it can show"
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"the run's event log could not be read: {exc.strerror}", file=path, hint="fix its permissions"
+        ) from None
+    lines = data.split(b"\n")
+    events: list[tuple[int, dict[str, Any]]] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(path.read_text(encoding="utf-8").splitlines()):
-                break  # a line cut off by a kill: everything before it stands
-            raise InputError("corrupt run record", file=path, line=number) from None
+            event = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            if number == len(lines):
+                break  # the file does not end with a newline: a line cut off by a kill
+            raise damaged_line(path, number, f"not a JSON line ({type(exc).__name__})") from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise damaged_line(path, number, "not an event object with a type")
+        events.append((number, event))
     return events
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    return [event for _, event in numbered_events(run_dir)]

@@ -77,6 +77,10 @@ def read_record(run_dir: Path) -> RunRecord:
         raise InputError("no such run", file=run_dir, hint="designloop runs lists the runs")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(
+            f"the run record could not be read: {exc.strerror}", file=path, hint="fix its permissions"
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(
             f"the run record is damaged: {exc}",
@@ -84,7 +88,11 @@ def read_record(run_dir: Path) -> RunRecord:
             hint="the run cannot be resumed; start a new run on the same directory",
         ) from None
     if not isinstance(raw, dict):
-        raise InputError("the run record is not a JSON object", file=path)
+        raise InputError(
+            "the run record is not a JSON object",
+            file=path,
+            hint="the run cannot be resumed; start a new run on the same directory",
+        )
     if raw.get("format") != RUN_FORMAT:
         raise predates(str(raw.get("run_id", run_dir.name)), raw.get("format", 1))
     try:

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pipeline.agents.session import Session, SessionOptions, open_session
+from pipeline.agents.session import Session, SessionOptions, check_models, open_session
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.kinds import PHASE1
-from pipeline.formats.research_log import load_research_log
-from pipeline.formats.textio import atomic_write
+from pipeline.formats.textio import atomic_write, read_text
 from pipeline.runs.events import EventLog
+from pipeline.runs.preflight import check_design_dir, check_existing_runs_dir, check_runs_dir
 from pipeline.runs.records import RECORD, FailOn, RunOptions, RunRecord, read_record, write_record
 
 
@@ -47,6 +47,74 @@ def new_run_id(kind: str) -> str:
     return f"{stamp}-{'p1' if kind == PHASE1 else 'p4'}-{secrets.token_hex(3)}"
 
 
+@dataclass(slots=True)
+class RunPlan:
+    """A run checked and ready to start: nothing of it is on disk yet."""
+
+    run_id: str
+    kind: str
+    design: DesignDir
+    target: Path
+    session: Session
+    options: SessionOptions
+    warmup: bool
+    fail_on: FailOn = "blocker"
+
+
+def plan_run(
+    kind: str,
+    directory: Path,
+    options: SessionOptions,
+    warmup: bool,
+    code_root: Path | None = None,
+    fail_on: FailOn = "blocker",
+) -> RunPlan:
+    """Check everything a run will read and write; write nothing."""
+    design = open_design_dir(directory, code_root)
+    session = open_session(design.repo_root, options)
+    check_models(session.runtime)
+    check_design_dir(design, kind)
+    check_runs_dir(session.runs_dir)
+    target = design.design if kind == PHASE1 else design.final
+    return RunPlan(new_run_id(kind), kind, design, target, session, options, warmup, fail_on)
+
+
+def start_run(plan: RunPlan) -> OpenRun:
+    """Write run.json, the before-snapshot and the first event. The run directory appears whole
+    (it is written under a temporary name and renamed), so a kill never leaves half a run."""
+    design, session, options = plan.design, plan.session, plan.options
+    record = RunRecord(
+        run_id=plan.run_id,
+        kind=plan.kind,
+        directory=str(design.root),
+        code_root=str(design.code_root),
+        created=dt.datetime.now(dt.UTC).isoformat(),
+        warmup=plan.warmup,
+        options=RunOptions(
+            model=options.model,
+            role_models=list(options.role_models),
+            base_url=stored_url(options.base_url),
+            budget_tokens=options.budget_tokens,
+            max_cost=options.max_cost,
+            runs_dir=str(session.runs_dir),
+            fail_on=plan.fail_on,
+        ),
+        models=session.runtime.model_specs,
+        draft=design.rel(plan.target),
+    )
+    run_dir = session.runs_dir / plan.run_id
+    partial = session.runs_dir / f".{plan.run_id}.partial"
+    partial.mkdir(parents=True)
+    if plan.target.is_file():
+        atomic_write(partial / "before.md", read_text(plan.target, what="design").text)
+    write_record(partial, record)
+    EventLog(partial).emit(
+        "run_start", run_kind=plan.kind, directory=str(design.root), models=session.runtime.model_specs
+    )
+    partial.rename(run_dir)
+    return OpenRun(record, run_dir, design, session)
+
+
 def prepare_run(
     kind: str,
     directory: Path,
@@ -55,49 +123,8 @@ def prepare_run(
     code_root: Path | None = None,
     fail_on: FailOn = "blocker",
 ) -> OpenRun:
-    """Validate the inputs, write run.json and the before-snapshot."""
-    design = open_design_dir(directory, code_root)
-    if kind == PHASE1:
-        load_research_log(design.research_log)  # refuse an unreadable or malformed log up front
-        target = design.design
-    else:
-        if not design.design.is_file():
-            raise InputError(
-                "phase4-creation needs the frozen phase-1 design",
-                file=design.design,
-                hint="run designloop create first, or restore _workflow/design.md",
-            )
-        target = design.final
-    session = open_session(design.repo_root, options)  # after validation: bad input leaves nothing behind
-    run_id = new_run_id(kind)
-    run_dir = session.runs_dir / run_id
-    run_dir.mkdir(parents=True)
-    if target.is_file():
-        atomic_write(run_dir / "before.md", target.read_text(encoding="utf-8"))
-    record = RunRecord(
-        run_id=run_id,
-        kind=kind,
-        directory=str(design.root),
-        code_root=str(design.code_root),
-        created=dt.datetime.now(dt.UTC).isoformat(),
-        warmup=warmup,
-        options=RunOptions(
-            model=options.model,
-            role_models=list(options.role_models),
-            base_url=stored_url(options.base_url),
-            budget_tokens=options.budget_tokens,
-            max_cost=options.max_cost,
-            runs_dir=str(session.runs_dir),
-            fail_on=fail_on,
-        ),
-        models=session.runtime.model_specs,
-        draft=design.rel(target),
-    )
-    write_record(run_dir, record)
-    EventLog(run_dir).emit(
-        "run_start", run_kind=kind, directory=str(design.root), models=session.runtime.model_specs
-    )
-    return OpenRun(record, run_dir, design, session)
+    """Check the inputs, then write run.json and the before-snapshot."""
+    return start_run(plan_run(kind, directory, options, warmup, code_root, fail_on))
 
 
 def load_run(
@@ -106,7 +133,8 @@ def load_run(
     max_cost: str | None = None,
     fail_on: FailOn | None = None,
 ) -> OpenRun:
-    """Open a recorded run to resume it; a new budget (or --fail-on) replaces the recorded one."""
+    """Open a recorded run to resume it, checked like a new one; a new budget (or --fail-on)
+    replaces the recorded one."""
     record = read_record(run_dir)
     if fail_on is not None:
         record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
@@ -120,10 +148,17 @@ def load_run(
         Path(opts.runs_dir),
     )
     design = open_design_dir(Path(record.directory), Path(record.code_root))
-    return OpenRun(record, run_dir, design, open_session(design.repo_root, options))
+    session = open_session(design.repo_root, options)
+    check_models(session.runtime)
+    check_design_dir(design, record.kind)
+    check_runs_dir(session.runs_dir)
+    return OpenRun(record, run_dir, design, session)
 
 
 def run_dir_for(runs_dir: Path, run_id: str) -> Path:
+    check_existing_runs_dir(runs_dir)
+    if not run_id or run_id.startswith(".") or "/" in run_id or "\\" in run_id:
+        raise InputError(f"{run_id!r} is not a run id", hint="designloop runs lists the runs")
     path = runs_dir / run_id
     if not (path / RECORD).is_file():
         raise InputError(f"no run named {run_id!r}", file=runs_dir, hint="designloop runs lists the runs")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.runs.events import EVENTS, read_events
+from pipeline.errors import InputError
+from pipeline.runs.events import EVENTS, damaged_line, numbered_events
+from pipeline.runs.lock import run_lock
 
 
 @dataclass(slots=True)
@@ -63,51 +66,81 @@ class RunView:
 def replay(run_id: str, events: list[dict[str, Any]]) -> RunView:
     view = RunView(run_id)
     for event in events:
-        kind = event.get("type")
-        if kind == "run_start":
-            view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
-            view.started = view.started or event.get("time", "")
-            view.state = "running"
-        elif kind == "round":
-            view.round = int(event.get("round", view.round))
-        elif kind == "spawn":
-            key = f"{event['round']}:{event['role']}:{event.get('slice')}"
-            view.spawns[key] = SpawnView(
-                event["round"],
-                event["role"],
-                event.get("slice"),
-                event["status"],
-                event.get("cache_hits", 0),
-                event.get("calls", 0),
-                event.get("tokens", 0),
-                event.get("findings", 0),
-            )
-            view.tokens += int(event.get("tokens", 0))
-            view.cost += float(event.get("cost_usd", 0) or 0)
-            view.cache_hits += int(event.get("cache_hits", 0))
-        elif kind == "slice_skipped":
-            key = f"{event['round']}:readability-auditor:{event.get('slice')}"
-            view.spawns[key] = SpawnView(
-                event["round"], "readability-auditor", event.get("slice"), "skipped", 0, 0, 0, 0, True
-            )
-        elif kind == "check":
-            view.checks.append({k: v for k, v in event.items() if k not in ("time", "pid", "type")})
-        elif kind == "paused":
-            view.state, view.message = "paused", event.get("message")
-        elif kind == "stopped":
-            view.state, view.message = "stopped", event.get("message")
-        elif kind == "review_log":
-            view.review_log_entry = event.get("entry")
-        elif kind == "outcome":
-            view.outcome, view.state = event.get("outcome"), "finished"
+        apply(view, event)
     return view
 
 
-def list_runs(runs_dir: Path) -> list[RunView]:
+def apply(view: RunView, event: dict[str, Any]) -> None:
+    """One event's effect on the view."""
+    kind = event.get("type")
+    if kind == "run_start":
+        view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
+        view.started = view.started or event.get("time", "")
+        view.state = "running"
+    elif kind == "round":
+        view.round = int(event.get("round", view.round))
+    elif kind == "spawn":
+        key = f"{event['round']}:{event['role']}:{event.get('slice')}"
+        view.spawns[key] = SpawnView(
+            event["round"],
+            event["role"],
+            event.get("slice"),
+            event["status"],
+            event.get("cache_hits", 0),
+            event.get("calls", 0),
+            event.get("tokens", 0),
+            event.get("findings", 0),
+        )
+        view.tokens += int(event.get("tokens", 0))
+        view.cost += float(event.get("cost_usd", 0) or 0)
+        view.cache_hits += int(event.get("cache_hits", 0))
+    elif kind == "slice_skipped":
+        key = f"{event['round']}:readability-auditor:{event.get('slice')}"
+        view.spawns[key] = SpawnView(
+            event["round"], "readability-auditor", event.get("slice"), "skipped", 0, 0, 0, 0, True
+        )
+    elif kind == "check":
+        view.checks.append({k: v for k, v in event.items() if k not in ("time", "pid", "type")})
+    elif kind == "paused":
+        view.state, view.message = "paused", event.get("message")
+    elif kind == "stopped":
+        view.state, view.message = "stopped", event.get("message")
+    elif kind == "review_log":
+        view.review_log_entry = event.get("entry")
+    elif kind == "outcome":
+        view.outcome, view.state = event.get("outcome"), "finished"
+
+
+def read_view(run_dir: Path) -> RunView:
+    """A run as its events tell it; an event that cannot be replayed is named by its line."""
+    view = RunView(run_dir.name)
+    for line, event in numbered_events(run_dir):
+        try:
+            apply(view, event)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise damaged_line(run_dir / EVENTS, line, f"{event.get('type')} event: {exc!r}") from None
+    if view.state == "running":
+        holder = run_lock(Path(view.directory)).holder() if view.directory != "?" else None
+        if holder is None or holder.run_id != view.run_id:
+            view.state = "interrupted"
+            view.message = (
+                f"no process is running it; designloop resume {view.run_id} continues it "
+                "from its last completed step"
+            )
+    return view
+
+
+def list_runs(runs_dir: Path, warn: Callable[[InputError], None] | None = None) -> list[RunView]:
+    """Every run in ``runs_dir``; a damaged one is skipped and reported to ``warn``."""
     if not runs_dir.is_dir():
         return []
     views = []
     for child in sorted(runs_dir.iterdir()):
         if (child / EVENTS).is_file():
-            views.append(replay(child.name, read_events(child)))
+            try:
+                views.append(read_view(child))
+            except InputError as exc:
+                if warn is None:
+                    raise
+                warn(exc)
     return sorted(views, key=lambda v: v.started)

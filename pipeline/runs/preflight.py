@@ -1,0 +1,96 @@
+"""Everything a run will touch, checked before it writes anything (the bad-input contract).
+
+A run that would fail on a directory it cannot write, a file it cannot read, a review log it
+cannot append to or a damaged store is refused here, with exit 2, and leaves every file as
+it was: nothing is created, nothing is changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline.errors import InputError
+from pipeline.formats.database import check_database
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import CREATION_KINDS, PHASE1
+from pipeline.formats.research_log import load_research_log
+from pipeline.formats.review_log import parse_entries
+from pipeline.formats.textio import read_text
+from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
+
+
+def writable_dir(path: Path, what: str, hint: str) -> None:
+    """``path`` is a writable directory, or one that can be created in a writable directory."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        if probe.is_symlink():
+            raise InputError(f"{what} is a broken link", file=probe, hint=hint)
+        probe = probe.parent
+    if not probe.is_dir():
+        shown = "names a file" if probe == path else f"lies under a file ({probe})"
+        raise InputError(f"{what} {shown}, not a directory", file=path, hint=hint)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"{what} is not writable", file=probe, hint=hint)
+
+
+def check_runs_dir(runs_dir: Path) -> None:
+    """The runs directory can hold a new run, and its checkpoint store and cache are whole."""
+    hint = "pass --runs-dir DIR naming a writable directory (it is created when missing)"
+    writable_dir(runs_dir, "the runs directory", hint)
+    check_database(runs_dir / CHECKPOINTS, "checkpoint store")
+    cache = runs_dir / CACHE_DIR
+    if cache.exists() and not cache.is_dir():
+        raise InputError(
+            "the model-call cache is not a directory", file=cache, hint="move the file aside and run again"
+        )
+    check_database(cache / CACHE_DB, "model-call cache")
+
+
+def check_existing_runs_dir(runs_dir: Path) -> None:
+    """A runs directory to read from: one that names a file is refused."""
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise InputError(
+            "the runs directory names a file, not a directory",
+            file=runs_dir,
+            hint="pass --runs-dir DIR naming the directory that holds the runs",
+        )
+
+
+def check_reviews(design: DesignDir) -> None:
+    """``_workflow/reviews`` (one params file per spawn) is a writable directory or can be made."""
+    writable_dir(
+        design.reviews,
+        "_workflow/reviews",
+        "designloop writes one params file per spawn there; move a file of that name aside "
+        "and make _workflow/ writable",
+    )
+
+
+def _text(path: Path, what: str) -> None:
+    if path.exists():
+        read_text(path, what=what)
+
+
+def check_design_dir(design: DesignDir, kind: str) -> None:
+    """What the creation kinds read and write in the design directory, checked up front."""
+    writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
+    check_reviews(design)
+    if kind == PHASE1:
+        load_research_log(design.research_log)
+        _text(design.design, "design")
+        _text(design.mechanics, "design mechanics")
+    elif kind not in CREATION_KINDS:  # an interactive edit checks its own inputs (formats.edit_plan)
+        _text(design.design, "design")
+        _text(design.mechanics, "design mechanics")
+    else:
+        writable_dir(design.root, "the design directory", "make the design directory writable")
+        if not design.design.is_file():
+            raise InputError(
+                "phase4-creation needs the frozen phase-1 design",
+                file=design.design,
+                hint="run designloop create first, or restore _workflow/design.md",
+            )
+        _text(design.design, "design")
+        _text(design.final, "final design")
+    parse_entries(design.mutations)  # a malformed review log is found now, not after the run
