@@ -133,7 +133,8 @@ def repo_root(start: Path | None = None) -> Path:
 @dataclass(frozen=True, slots=True)
 class RunSettings:
     spawn_timeout: float = 600.0
-    warmup_delay: float = 60.0
+    warmup_cap: float = 60.0
+    """The longest the rest of a fan-out waits for the first spawn's first answer."""
     bash_timeout: float = 10.0
 
 
@@ -147,7 +148,7 @@ def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
             raise InputError(
                 f"unknown setting [run] {key}",
                 file=source,
-                hint="known: spawn_timeout, warmup_delay, bash_timeout (see params/defaults.toml)",
+                hint="known: spawn_timeout, warmup_cap, bash_timeout (see params/defaults.toml)",
             )
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             raise InputError(

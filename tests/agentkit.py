@@ -151,3 +151,17 @@ class LegacyBridge(httpx2.AsyncBaseTransport):
             content=response.content,
             request=request,
         )
+
+
+def spawn_of(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The params the spawn read (the first tool result that is a params file), or None on a
+    spawn's first turn: that request names no spawn, and every spawn of a role sends the same."""
+    for m in messages:
+        if m["role"] == "tool":
+            try:
+                data = json.loads(m["content"])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict) and "role" in data:
+                return data
+    return None

@@ -29,7 +29,7 @@ def context(d: DesignDir, role: str, runs: Path, rt_: object | None = None) -> C
     """The tool context a spawn of ``role`` gets, built the way a run builds it."""
     rt = rt_ or runtime(d, private_dirs=(runs,))
     kind = "phase4-creation" if role == "fidelity-check" else "phase1-creation"
-    inputs = RoundInputs(d, "probe", kind, 1, d.final if kind == "phase4-creation" else d.design)
+    inputs = RoundInputs(d, kind, 1, d.final if kind == "phase4-creation" else d.design)
     audit = AuditSlice((1, 10), 1, 10) if role == "readability-auditor" else None
     params = params_for(role, inputs, audit)
     spawn = prepare(load_roles(d.repo_root)[role], params, d.reviews, d.repo_root)

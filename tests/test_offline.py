@@ -107,7 +107,6 @@ def test_phase4_author_drops_what_episodes_supersede(tmp_path: Path) -> None:
 def _author_round(d: DesignDir, draft: Path, flagged: list[dict[str, Any]]) -> Any:
     roles = load_roles(d.repo_root)
     params = SpawnParams(
-        run_id="r",
         role="design-author",
         kind="phase1-creation",
         round=2,
@@ -183,7 +182,6 @@ def test_inline_editor_edits_through_edit_and_keeps_line_one(tmp_path: Path) -> 
     )
     roles = load_roles(d.repo_root)
     params = SpawnParams(
-        run_id="r",
         role="inline-editor",
         kind="content-edit",
         round=1,
@@ -215,7 +213,6 @@ def test_whole_doc_guard_trips_only_on_a_collapsed_fan_out(tmp_path: Path) -> No
 
     def audit(**extra: Any) -> Any:
         params = SpawnParams(
-            run_id="g",
             role="readability-auditor",
             kind="phase1-creation",
             target="design",

@@ -64,7 +64,6 @@ def test_cold_params_never_name_the_log(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     roles = load_roles()
     bad = SpawnParams(
-        run_id="r",
         role="readability-auditor",
         kind="phase1-creation",
         target="design",
@@ -74,7 +73,7 @@ def test_cold_params_never_name_the_log(tmp_path: Path) -> None:
     )
     with pytest.raises(WiringError, match="research_log_path"):
         prepare(roles["readability-auditor"], bad, d.reviews, d.repo_root)
-    missing = SpawnParams(run_id="r", role="absorption-check", kind="phase1-creation", target="design")
+    missing = SpawnParams(role="absorption-check", kind="phase1-creation", target="design")
     with pytest.raises(WiringError, match="missing"):
         prepare(roles["absorption-check"], missing, d.reviews, d.repo_root)
 
@@ -86,7 +85,6 @@ def test_fan_out_prompts_differ_only_in_the_params_path(tmp_path: Path) -> None:
         prepare(
             role,
             SpawnParams(
-                run_id="r1",
                 role=role.name,
                 kind="phase1-creation",
                 target="design",
@@ -102,11 +100,11 @@ def test_fan_out_prompts_differ_only_in_the_params_path(tmp_path: Path) -> None:
         for i, s in enumerate([(1, 200), (201, 400), (401, 600)])
     ]
     assert len({s.instructions for s in spawns}) == 1
-    bodies = {s.prompt.replace(str(s.params_path.relative_to(d.repo_root)), "<path>") for s in spawns}
-    assert len(bodies) == 1 and "<path>" in bodies.pop()
+    # The prompt names no run and no file of its own: every spawn's first request is the same.
+    assert {s.prompt for s in spawns} == {spawns[0].prompt} and "Params file: @params" in spawns[0].prompt
     assert {p.params_path.name for p in spawns} == {f"r1-readability-auditor-s{i}.json" for i in range(3)}
-    share = prefix_share([s.full_text for s in spawns])
-    assert 0.95 < share < 1.0
+    assert {p.params_path.parent for p in spawns} == {d.reviews}
+    assert prefix_share([s.instructions + s.prompt for s in spawns]) == 1.0
     assert prefix_share(["same", "same"]) == 1.0
 
 

@@ -114,7 +114,6 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
         if line == "## Buckets per tenant and route"
     )
     params = SpawnParams(
-        run_id="v",
         role="readability-auditor",
         kind="phase1-creation",
         target="design",

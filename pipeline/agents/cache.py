@@ -53,6 +53,10 @@ VOLATILE_KEYS = frozenset(
 
 #: The attempt number of the spawn being run: a deliberate re-run must not hit its own cache entry.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("designloop_attempt", default=1)
+#: Called once when the current spawn gets its first answer (the fan-out's warm-up signal).
+FIRST_ANSWER: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "designloop_first_answer", default=None
+)
 #: Where the current spawn's call records go.
 RECORDER: contextvars.ContextVar[CallLog | None] = contextvars.ContextVar("designloop_recorder", default=None)
 
@@ -69,6 +73,9 @@ class CallRecord:
 @dataclass(slots=True)
 class CallLog:
     calls: list[CallRecord] = field(default_factory=list)
+    first_request: str | None = None
+    """The spawn's first request as sent (messages, then tool definitions): what a fan-out
+    shares as a prefix."""
 
 
 def _canonical(value: Any) -> Any:
@@ -79,14 +86,15 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def request_key(
+def request_body(
     model_name: str,
     messages: list[ModelMessage],
     params: ModelRequestParameters,
     settings: ModelSettings | None,
-    attempt: int = 1,
-) -> str:
-    body = {
+) -> dict[str, Any]:
+    """The request's full content, in the order a provider receives it (the conversation, then
+    the tool definitions), without what varies between identical requests (times, ids)."""
+    return {
         "model": model_name,
         "messages": _canonical(json.loads(ModelMessagesTypeAdapter.dump_json(messages))),
         "tools": [
@@ -97,9 +105,22 @@ def request_key(
         "allow_text_output": params.allow_text_output,
         "settings": _canonical({k: v for k, v in (settings or {}).items() if k != "max_retries"}),
     }
-    if attempt > 1:
-        body["attempt"] = attempt
-    raw = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def request_key(
+    model_name: str,
+    messages: list[ModelMessage],
+    params: ModelRequestParameters,
+    settings: ModelSettings | None,
+    attempt: int = 1,
+) -> str:
+    return key_of(request_body(model_name, messages, params, settings), attempt)
+
+
+def key_of(body: dict[str, Any], attempt: int = 1) -> str:
+    """The cache key: the full content, never the order of calls (a re-run attempt apart)."""
+    keyed = {**body, "attempt": attempt} if attempt > 1 else body
+    raw = json.dumps(keyed, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -190,8 +211,11 @@ class CachedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        key = request_key(self.model_name, messages, model_request_parameters, model_settings, ATTEMPT.get())
+        body = request_body(self.model_name, messages, model_request_parameters, model_settings)
+        key = key_of(body, ATTEMPT.get())
         recorder = RECORDER.get()
+        if recorder is not None and recorder.first_request is None:
+            recorder.first_request = json.dumps(body, default=str, ensure_ascii=False)
         if self.cache is not None:
             raw = self.cache.get(key)
             if isinstance(raw, bytes):
@@ -199,6 +223,7 @@ class CachedModel(WrapperModel):
                 assert isinstance(cached, ModelResponse)
                 if recorder is not None:
                     recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
+                _answered()
                 return replace(cached, usage=RequestUsage())
         settings: ModelSettings = {**(model_settings or {}), "max_retries": 0}
         policy = self.policy
@@ -228,7 +253,16 @@ class CachedModel(WrapperModel):
                     response_cost(response),
                 )
             )
+        _answered()
         return response
+
+
+def _answered() -> None:
+    """Tell whoever waits for this spawn's first answer (once)."""
+    hook = FIRST_ANSWER.get()
+    if hook is not None:
+        FIRST_ANSWER.set(None)
+        hook()
 
 
 def open_cache(directory: Path) -> diskcache.Cache:

@@ -28,7 +28,6 @@ class RoundInputs:
     """What every spawn of one round shares."""
 
     design: DesignDir
-    run_id: str
     kind: str
     round: int
     draft: Path
@@ -73,7 +72,6 @@ class AuditSlice:
 
 def _base(role: str, inputs: RoundInputs) -> dict[str, object]:
     return {
-        "run_id": inputs.run_id,
         "role": role,
         "kind": inputs.kind,
         "round": inputs.round,
@@ -130,7 +128,7 @@ def _comprehension(role: str, inputs: RoundInputs) -> dict[str, object]:
     if inputs.kind == PHASE4 and inputs.target == "both":
         params["design_mechanics_path"] = inputs.rel(d.final_mechanics)
     if inputs.kind == PHASE4:
-        output = review_output_path(d.reviews, inputs.run_id, inputs.round, role)
+        output = review_output_path(d.reviews, inputs.round, role)
         params["output_path"] = inputs.rel(output)
     return params
 
@@ -241,7 +239,6 @@ def review_kind(role: str, draft: Path | None) -> str:
 def round1_spawns(
     role: str,
     d: DesignDir,
-    run_id: str,
     limits: Limits,
     draft: Path | None = None,
     slice_: Slice | None = None,
@@ -249,7 +246,7 @@ def round1_spawns(
     """The params a role gets in round 1 of a run on ``d`` (one per slice for the auditor)."""
     kind = review_kind(role, draft)
     target = draft or (d.final if kind == PHASE4 else d.design)
-    inputs = RoundInputs(d, run_id, kind, 1, target)
+    inputs = RoundInputs(d, kind, 1, target)
     if role == "design-author":
         return [params_for(role, inputs)]
     if role != "adversarial-review" and not target.is_file():

@@ -122,3 +122,14 @@ def shown_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def caches_prompts(spec: str, base_url: str | None) -> bool:
+    """Whether the provider behind ``spec`` keeps a shared prompt prefix warm between requests:
+    Anthropic (with cache breakpoints), OpenAI's API and Gemini (automatic prefix caching). An
+    OpenAI-compatible server of one's own and the offline engine do not, so a fan-out on them
+    does not wait for a first answer."""
+    provider = spec.partition(":")[0]
+    if provider in ("openai", "openai-chat", "openai-responses"):
+        return base_url is None and not os.environ.get("OPENAI_BASE_URL")
+    return provider in ("anthropic", "google-gla", "google-vertex", "gemini")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from pipeline.formats.research_log_edits import append_gate_entry
 from pipeline.formats.slices import Slice
 from pipeline.formats.textio import atomic_write
 from pipeline.settings import Limits
+
+REVIEW_DIR = "review"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,6 @@ async def review_once(
     limits: Limits,
     draft: Path | None = None,
     slice_: Slice | None = None,
-    run_id: str | None = None,
     keep_params: bool = True,
 ) -> ReviewRun:
     """Run ``role`` once. Without ``keep_params`` the params files (and a phase-4 review file)
@@ -43,19 +43,19 @@ async def review_once(
     review's gate entry in the research log is its product and stays."""
     if role not in runtime.roles:
         raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(runtime.roles))}")
-    run_id = run_id or "review-" + uuid.uuid4().hex[:8]
-    params = round1_spawns(role, d, run_id, limits, draft, slice_)
+    params = round1_spawns(role, d, limits, draft, slice_)
     reviews_existed = d.reviews.exists()
+    scratch = d.reviews / REVIEW_DIR  # a one-off review's params never overwrite a run's
     try:
         results, texts = [], []
         for index, item in enumerate(params):
-            spawn, result = await runtime.spawn(item, d, index if len(params) > 1 else None)
+            result = await runtime.spawn(item, d, index if len(params) > 1 else None, scratch)
             reviewed = item.target_path or item.draft_path or item.design_path or item.research_log_path
             if result.review is not None and reviewed is not None:
                 findings = anchor_in_file(result.review.findings, d.abs(reviewed))
                 result.output = result.review.model_copy(update={"findings": findings})
             results.append(result)
-            texts.append(spawn.full_text)
+            texts.append(result.first_request)
         entry = None
         review = results[0].review
         if role == "adversarial-review" and review is not None:
@@ -65,7 +65,7 @@ async def review_once(
             write_review_file(d.abs(output), review)
     finally:
         if not keep_params:
-            shutil.rmtree(d.reviews / run_id, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
             if not reviews_existed and d.reviews.is_dir() and not any(d.reviews.iterdir()):
                 d.reviews.rmdir()
     return ReviewRun(results, prefix_share(texts), entry)

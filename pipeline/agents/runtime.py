@@ -48,6 +48,8 @@ class RoleResult:
     reads: list[str] = field(default_factory=list)
     started: str = ""
     """When the spawn began (ISO 8601, UTC)."""
+    first_request: str = ""
+    """The spawn's first request, as sent: a fan-out's shared prefix is measured on these."""
 
     @property
     def review(self) -> ReviewOutput | None:
@@ -109,7 +111,11 @@ class Runtime:
         return self._models[role]
 
     def tool_context(
-        self, spawn: Spawn, research_log: Path | None, code_root: Path | None = None
+        self,
+        spawn: Spawn,
+        research_log: Path | None,
+        code_root: Path | None = None,
+        reviews: Path | None = None,
     ) -> ToolContext:
         role = spawn.role
         forbidden = []
@@ -122,9 +128,10 @@ class Runtime:
         both = role.writes and params.target == "both" and params.design_mechanics_path
         companion = Path(params.design_mechanics_path) if both and params.design_mechanics_path else None
         views = self._views(spawn)
-        reviews = spawn.params_path.resolve().parent.parent
+        # Every params file but the spawn's own is private (they quote other roles' findings).
+        scaffolding = (reviews or spawn.params_path.parent).resolve()
         private = Private(
-            tuple(p.resolve() for p in (*self.private_dirs, reviews)),
+            tuple(p.resolve() for p in (*self.private_dirs, scaffolding)),
             frozenset({spawn.params_path.resolve()}),
         )
         return ToolContext(
@@ -137,6 +144,7 @@ class Runtime:
             bash_timeout=self.bash_timeout,
             code_root=code_root,
             private=private,
+            params_path=spawn.params_path,
         )
 
     def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
@@ -160,12 +168,12 @@ class Runtime:
         return views
 
     async def spawn(
-        self, params: SpawnParams, design: DesignDir, index: int | None = None
-    ) -> tuple[Spawn, RoleResult]:
+        self, params: SpawnParams, design: DesignDir, index: int | None = None, reviews: Path | None = None
+    ) -> RoleResult:
         """Write the params file, confine the role's tools, run it: the spawn contract, once."""
-        spawn = prepare(self.roles[params.role], params, design.reviews, design.repo_root, index)
-        ctx = self.tool_context(spawn, design.research_log, design.code_root)
-        return spawn, await self.run(spawn, ctx)
+        spawn = prepare(self.roles[params.role], params, reviews or design.reviews, design.repo_root, index)
+        ctx = self.tool_context(spawn, design.research_log, design.code_root, design.reviews)
+        return await self.run(spawn, ctx)
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role
@@ -189,6 +197,7 @@ class Runtime:
         usage = Usage()
         error: str | None = None
         started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        first = ""
         for attempt in (1, 2):
             self.budget.check(self.ledger.total())
             log = CallLog()
@@ -223,6 +232,7 @@ class Runtime:
             finally:
                 ATTEMPT.reset(attempt_token)
                 RECORDER.reset(recorder_token)
+                first = first or log.first_request or ""
             self._record(usage, log, spawn)
             return RoleResult(
                 role.name,
@@ -235,6 +245,7 @@ class Runtime:
                 refusals=list(ctx.refusals),
                 reads=list(ctx.reads),
                 started=started,
+                first_request=first,
             )
         return RoleResult(
             role.name,
@@ -248,6 +259,7 @@ class Runtime:
             list(ctx.refusals),
             list(ctx.reads),
             started,
+            first,
         )
 
     def _record(self, usage: Usage, log: CallLog, spawn: Spawn) -> None:

@@ -7,7 +7,6 @@ names nothing but that file's path, so a fan-out shares its whole prompt prefix.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,7 +26,6 @@ class SpawnParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str
     role: str
     kind: str
     round: int = 1
@@ -88,19 +86,22 @@ class Spawn:
     instructions: str
     prompt: str
 
-    @property
-    def full_text(self) -> str:
-        return self.instructions + "\n\n" + self.prompt
+
+PARAMS_TOKEN = "@params"
+"""What the spawn prompt names as the params file: the Read tool hands each spawn its own, so
+the prompt is byte-identical across every spawn and names nothing of the run."""
 
 
 def params_path_for(reviews_dir: Path, params: SpawnParams, index: int | None = None) -> Path:
+    """A params file is addressed by (directory, round, role, slice), never by run: the same
+    inputs give the same file and the same requests (one run per directory at a time)."""
     suffix = f"-s{index}" if index is not None else ""
-    return reviews_dir / params.run_id / f"r{params.round}-{params.role}{suffix}.json"
+    return reviews_dir / f"r{params.round}-{params.role}{suffix}.json"
 
 
-def review_output_path(reviews_dir: Path, run_id: str, round_: int, role: str) -> Path:
+def review_output_path(reviews_dir: Path, round_: int, role: str) -> Path:
     """Where a read-only role's review is written on its behalf (the phase-4 output_path)."""
-    return reviews_dir / run_id / f"r{round_}-{role}.md"
+    return reviews_dir / f"r{round_}-{role}.md"
 
 
 def write_params(path: Path, params: SpawnParams) -> None:
@@ -114,8 +115,7 @@ def prepare(
     validate_params(role, params)
     path = params_path_for(reviews_dir, params, index)
     write_params(path, params)
-    shown = os.path.relpath(path, repo_root) if path.is_relative_to(repo_root) else str(path)
-    prompt = load_prompt("spawn.md", repo_root).replace("{params_path}", shown)
+    prompt = load_prompt("spawn.md", repo_root).replace("{params_path}", PARAMS_TOKEN)
     return Spawn(role, params, path, instructions_for(role, repo_root), prompt)
 
 

@@ -26,6 +26,7 @@ from pydantic_ai import RunContext, Tool
 from pipeline.agents.confine import ForbiddenFile, Private, forbid, normalise
 from pipeline.agents.psi import SKIP_DIRS, CodeIndex, build_index
 from pipeline.agents.shell import ShellRefusal, plan_command
+from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.formats.paging import cut_note, page_note
 from pipeline.formats.textio import atomic_write
 
@@ -56,6 +57,8 @@ class ToolContext:
     """When set, the only readable files; a line set shows those lines and blanks the rest."""
     private: Private = field(default_factory=Private)
     """Paths no role reads: the runs directory and other spawns' params files."""
+    params_path: Path | None = None
+    """The spawn's own params file, which the Read tool opens for the prompt's token."""
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
@@ -103,7 +106,10 @@ class ToolContext:
         return self._seen[key]
 
     def confine(self, raw: str) -> Path:
-        """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files."""
+        """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files.
+        The spawn prompt's params token names the spawn's own params file."""
+        if raw.strip() == PARAMS_TOKEN and self.params_path is not None:
+            return self.params_path.resolve()
         real = self._absolute(raw).resolve()
         if not real.is_relative_to(self.repo_root):
             raise self.refuse(f"{raw}: outside the repository root")

@@ -46,11 +46,9 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     round_ = state.round
     deps.events.emit("round", round=round_, budget=state.budget)
     draft = deps.abs(state.draft)
-    inputs = RoundInputs(
-        deps.design, state.run_id, state.kind, round_, draft, tuple(state.flagged), target=state.target
-    )
+    inputs = RoundInputs(deps.design, state.kind, round_, draft, tuple(state.flagged), target=state.target)
     before = _fingerprint(draft)
-    _, result, usage = await deps.spawn(params_for("design-author", inputs))
+    result, usage = await deps.spawn(params_for("design-author", inputs))
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.
     written = result.status == "ok" or _fingerprint(draft) != before
     draft_ok = draft.is_file() and draft.stat().st_size > 0 and written

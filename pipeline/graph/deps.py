@@ -9,15 +9,17 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.session import SessionOptions, open_session
-from pipeline.agents.spawn import Spawn, SpawnParams
+from pipeline.agents.spawn import SpawnParams
 from pipeline.agents.usage import RoleUsage
 from pipeline.errors import WiringError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
+from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog
 from pipeline.settings import Limits, RunSettings
 
@@ -35,6 +37,12 @@ class RunDeps:
     workflow_sha: WorkflowSha
     warmup: bool = True
     partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
+    warm: WarmUp = field(default_factory=WarmUp)
+
+    def warms_up(self, role: str) -> bool:
+        """Whether a fan-out of ``role`` waits for its first spawn's first answer."""
+        spec = self.runtime.model_specs.get(role, OFFLINE)
+        return self.warmup and caches_prompts(spec, self.runtime.base_url)
 
     def rel(self, path: Path) -> str:
         return self.design.rel(path)
@@ -44,9 +52,9 @@ class RunDeps:
 
     async def spawn(
         self, params: SpawnParams, index: int | None = None, **extra: Any
-    ) -> tuple[Spawn, RoleResult, RoleUsage]:
+    ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event."""
-        spawn, result = await self.runtime.spawn(params, self.design, index)
+        result = await self.runtime.spawn(params, self.design, index)
         review = result.review
         self.events.emit(
             "spawn",
@@ -68,7 +76,7 @@ class RunDeps:
             started=result.started,
             **extra,
         )
-        return spawn, result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
+        return result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
 
 
 def build_deps(

@@ -50,14 +50,14 @@ async def spawn_editor(
 ) -> tuple[str, RoleUsage, str | None, str | None]:
     """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note)."""
     d = deps.design
-    inputs = RoundInputs(d, state.run_id, state.kind, state.round, path, tuple(flagged))
+    inputs = RoundInputs(d, state.kind, state.round, path, tuple(flagged))
     scope = EditScope(
         scope="whole-doc",
         changed_section=changed,
         target=target,
         mechanics=d.mechanics if d.mechanics.is_file() else None,
     )
-    _, result, usage = await deps.spawn(params_for(EDITOR, inputs, edit=scope))
+    result, usage = await deps.spawn(params_for(EDITOR, inputs, edit=scope))
     summary = str(getattr(result.output, "summary", "")) if result.output else ""
     return summary, usage, result.error, guard_line1(deps, path)
 

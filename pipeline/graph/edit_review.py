@@ -134,8 +134,8 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
 async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> EditUpdate:
     deps = deps_of(config)
     d = deps.design
-    inputs = RoundInputs(d, state.run_id, state.kind, state.round, d.design)
-    _, result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
+    inputs = RoundInputs(d, state.kind, state.round, d.design)
+    result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
     review = result.review
     draft = deps.rel(d.design)
     findings = [f.located(draft, result.role) for f in review.findings] if review else []

@@ -38,11 +38,9 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
     """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate)."""
     deps = deps_of(config)
     round_ = state.round
-    inputs = RoundInputs(
-        deps.design, state.run_id, state.kind, round_, deps.abs(state.draft), target=state.target
-    )
+    inputs = RoundInputs(deps.design, state.kind, round_, deps.abs(state.draft), target=state.target)
     params = params_for("comprehension-review", inputs)
-    _, result, usage = await deps.spawn(params)
+    result, usage = await deps.spawn(params)
     review = result.review
     findings = [f.located(state.draft, result.role) for f in review.findings] if review else []
     findings = anchor_in_file(findings, deps.abs(state.draft))

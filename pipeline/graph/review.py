@@ -3,8 +3,6 @@ and the second check), the merge and the dual-clean evaluation."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -127,21 +125,29 @@ def route_fanout(state: RunState) -> list[Send]:
 
 
 def _inputs(deps: RunDeps, task: SliceTask | CheckTask) -> RoundInputs:
-    return RoundInputs(deps.design, task.run_id, task.kind, task.round, deps.abs(task.draft))
+    return RoundInputs(deps.design, task.kind, task.round, deps.abs(task.draft))
 
 
 async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> Update:
-    """One cold readability auditor on one slice; the fan-out's first spawn warms the cache."""
+    """One cold readability auditor on one slice; where the provider caches prompts, the
+    fan-out's other spawns start once the first one's first answer is in (graph.warmup)."""
     deps = deps_of(config)
     task = SliceTask.model_validate(payload)
-    arrived = time.monotonic()
-    if deps.warmup and not task.warm and deps.settings.warmup_delay > 0:
-        await asyncio.sleep(deps.settings.warmup_delay)
-    waited = round(time.monotonic() - arrived, 3)
     params = params_for(
         "readability-auditor", _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
     )
-    spawn, result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
+    if not deps.warms_up("readability-auditor"):
+        result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
+    elif task.warm:
+
+        def warmed() -> None:
+            deps.events.emit("warmed", round=task.round)
+
+        with deps.warm.first(task.round, warmed):
+            result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
+    else:
+        waited = await deps.warm.wait(task.round, deps.settings.warmup_cap)
+        result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
     findings = [f.located(task.draft, result.role) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
     audit = Audit(
@@ -151,7 +157,7 @@ async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> 
         status=result.status,
         error=result.error,
         findings=findings,
-        prompt=spawn.full_text,
+        prompt=result.first_request,
     )
     return {"audits": [audit], "usage": [usage]}
 
@@ -161,7 +167,7 @@ async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) ->
     deps = deps_of(config)
     task = CheckTask.model_validate(payload)
     role = second_check_role(task.kind)
-    _, result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
+    result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
     findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
     check = SecondCheck(

@@ -1,0 +1,63 @@
+"""The fan-out warm-up (the seed's cache lever), adaptive rather than a fixed sleep.
+
+A round's first auditor spawn goes alone; the others start the moment its first answer has
+arrived, when the provider has written the shared prompt prefix to its cache, and never
+later than ``[run] warmup_cap``. A provider that keeps no prompt cache (the offline engine,
+an OpenAI-compatible server of one's own) gains nothing from waiting, so there the whole
+fan-out starts at once. A resumed round whose first spawn already finished does not wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from pipeline.agents.cache import FIRST_ANSWER
+
+
+@dataclass(slots=True)
+class Gate:
+    armed: bool = False
+    """The round's first spawn is running in this process."""
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(slots=True)
+class WarmUp:
+    gates: dict[int, Gate] = field(default_factory=dict)
+
+    def _gate(self, round_: int) -> Gate:
+        return self.gates.setdefault(round_, Gate())
+
+    @contextlib.contextmanager
+    def first(self, round_: int, opened: Callable[[], None]) -> Iterator[None]:
+        """Around the round's first spawn: its first answer (or its end) opens the gate, and
+        ``opened`` is told once."""
+        gate = self._gate(round_)
+        gate.armed = True
+
+        def open_gate() -> None:
+            if not gate.answered.is_set():
+                gate.answered.set()
+                opened()
+
+        token = FIRST_ANSWER.set(open_gate)
+        try:
+            yield
+        finally:
+            FIRST_ANSWER.reset(token)
+            open_gate()
+
+    async def wait(self, round_: int, cap: float) -> float:
+        """Before any other spawn of the round: the seconds it waited for the gate."""
+        await asyncio.sleep(0)  # the round's spawns have all started: the first one is armed
+        gate = self.gates.get(round_)
+        if gate is None or not gate.armed or cap <= 0:
+            return 0.0
+        start = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(gate.answered.wait(), cap)
+        return round(time.monotonic() - start, 3)
