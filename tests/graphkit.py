@@ -11,7 +11,8 @@ from pipeline.agents.session import SessionOptions
 from pipeline.formats.design_dir import DesignDir
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
-from pipeline.offline.driver import Observations, engine_model
+from pipeline.offline.driver import engine_model
+from pipeline.offline.observe import Observations
 from pipeline.runs.setup import prepare_run
 
 Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]

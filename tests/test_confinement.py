@@ -105,6 +105,49 @@ def test_links_and_copies_made_before_the_log_was_rewritten(ran: tuple[DesignDir
     assert refused(fresh, "old-link.md") and refused(fresh, "old-copy.md")
 
 
+def _decision_log(count: int) -> str:
+    lines = ["# Research log: many parts", "", "## Decision Log", ""]
+    for i in range(1, count + 1):
+        lines += [
+            f"### D{i}: Keep the cache of part {i} beside its store",
+            f"**Decision:** Part {i} keeps its cache next to the store it serves.",
+            f"**Alternatives rejected:** One shared cache for part {i} and the rest (contention).",
+            f"**Rationale:** Part {i} is read far more often than it is written.",
+            "",
+        ]
+    return "\n".join([*lines, "## Adversarial gate record", "", "### 2026-11-20 — PASS", ""])
+
+
+def test_a_draft_that_absorbs_a_log_of_decisions_stays_readable(tmp_path: Path) -> None:
+    """A log that is nearly all decision records: a faithful draft repeats every record line,
+    so it holds nearly all of the log. It stays readable as the draft under review; the same
+    text anywhere else, and the log itself given as the draft, are refused."""
+    d = make_repo(tmp_path)
+    log = _decision_log(40)
+    d.research_log.write_text(log)
+    records = log[log.index("### D1") : log.index("## Adversarial")]
+    draft = ["# Many parts", "", "## Overview", "", "**TL;DR:** Each part keeps its own cache.", ""]
+    for i in range(1, 41):
+        draft += [
+            f"## Part {i}",
+            "",
+            f"**TL;DR:** Part {i} keeps its cache next to the store it serves.",
+            "",
+            f"Part {i} is read far more often than it is written, so a local cache pays for itself.",
+            "",
+            f"Rejected alternatives: one shared cache for part {i} and the rest, which contends.",
+            "",
+        ]
+    d.design.write_text("\n".join(draft) + "\n## Decision Records\n\n" + records)
+    runs = d.repo_root / "runs"
+    ctx = context(d, "comprehension-review", runs)
+    assert not refused(ctx, str(d.design.relative_to(d.repo_root)))
+    shutil.copy(d.design, d.repo_root / "notes.md")
+    assert refused(ctx, "notes.md")
+    d.design.write_text(log.replace("# Research log: many parts", "# Many parts"))
+    assert refused(context(d, "comprehension-review", runs), str(d.design.relative_to(d.repo_root)))
+
+
 @pytest.mark.parametrize("role", ["readability-auditor", "design-author", "absorption-check"])
 def test_no_role_reads_the_cache_the_run_records_or_other_params(
     ran: tuple[DesignDir, Path], role: str

@@ -104,13 +104,16 @@ def test_phase4_author_drops_what_episodes_supersede(tmp_path: Path) -> None:
     assert {f.rule for f in blocking(findings(d, "fidelity-check"))} == {"fid-superseded"}
 
 
-def _author_round(d: DesignDir, draft: Path, flagged: list[dict[str, Any]]) -> Any:
+def _author_round(
+    d: DesignDir, draft: Path, flagged: list[dict[str, Any]], companion: Path | None = None
+) -> Any:
     roles = load_roles(d.repo_root)
     params = SpawnParams(
         role="design-author",
         kind="phase1-creation",
         round=2,
-        target="design",
+        target="both" if companion else "design",
+        design_mechanics_path=str(companion.relative_to(d.repo_root)) if companion else None,
         output_path=str(draft.relative_to(d.repo_root)),
         research_log_path=str(d.research_log.relative_to(d.repo_root)),
         flagged_passages=flagged,
@@ -257,3 +260,41 @@ def test_adversarial_review_appends_a_dated_gate_entry(tmp_path: Path) -> None:
     d.research_log.write_text(text.replace("**Rationale:** TBD", "**Rationale:** It is the plain word."))
     run(d, "adversarial-review")
     assert load_research_log(d.research_log).gate().state == "resolved"
+
+
+def test_later_rounds_fix_each_finding_in_its_own_file(tmp_path: Path) -> None:
+    """A finding names its file and line: one in the companion is fixed there, one in
+    design.md at its line, and neither edit lands in the other file."""
+    d = build_base("example", CORPUS, tmp_path)
+    text = d.design.read_text().replace(
+        "A refused request gets status 429. Its", "A refused request gets status 429 (per D6). Its"
+    )
+    d.design.write_text(text)
+    companion = d.design.with_name("design-mechanics.md")
+    mech = ["# Mechanics", "", "## Buckets per tenant and route", "", "The script runs once (see D2).", ""]
+    companion.write_text("\n".join(mech))
+    rel = lambda p: str(p.relative_to(d.repo_root))  # noqa: E731
+    line = text.split("\n").index(next(x for x in text.split("\n") if "(per D6)" in x)) + 1
+    flagged: list[dict[str, Any]] = [
+        {
+            "severity": "blocker",
+            "rule": "dsc-parenthetical-aside",
+            "file": rel(companion),
+            "line": 5,
+            "quote": "The script runs once (see D2).",
+            "message": "m",
+        },
+        {
+            "severity": "blocker",
+            "rule": "dsc-parenthetical-aside",
+            "file": rel(d.design),
+            "line": line,
+            "quote": "(per D6)",
+            "message": "m",
+        },
+    ]
+    result = _author_round(d, d.design, flagged, companion)
+    assert result.status == "ok" and "fixed 2" in result.output.summary, result.output.summary
+    assert "(per D6)" not in d.design.read_text()
+    assert companion.read_text().split("\n")[4] == "The script runs once."
+    assert run_checks(CheckRequest(design_path=d.design)) == []

@@ -4,7 +4,9 @@ The research log is recognised in any file by its normalised text (BOM, line end
 whitespace removed from the comparison): an exact copy under any name, link or inode, and a
 file that is mostly the log or holds nearly all of it (an excerpt, or a copy of an earlier
 version made before the log was rewritten). A design draft that absorbs the log's decisions
-is not one: it quotes a part of the log among much prose of its own.
+is not one: it quotes a part of the log among much prose of its own. The draft a cold role
+reviews may hold nearly all of a log that is mostly decision records (its records absorb
+every decision); it is refused only when it is the log or mostly the log.
 
 Private paths (the runs directory with its run records, checkpoints and model-call cache,
 and the spawns' params files under ``_workflow/reviews``) are refused to every role, with
@@ -58,8 +60,10 @@ class ForbiddenFile:
     lines: dict[str, int] = field(default_factory=dict)
     mass: int = 0
 
-    def matches(self, text: str) -> bool:
-        """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it."""
+    def matches(self, text: str, reviewed: bool = False) -> bool:
+        """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it.
+        A ``reviewed`` design draft is refused only when it is the log or mostly the log: a
+        faithful draft of a log that is mostly decisions carries nearly every decision line."""
         if hashlib.sha256(text.encode()).hexdigest() == self.digest:
             return True
         if not self.mass:
@@ -70,7 +74,7 @@ class ForbiddenFile:
             return False
         own = sum(theirs.values())
         mostly = shared >= MOSTLY * own and shared >= MOSTLY_FLOOR * self.mass
-        return mostly or shared >= NEARLY_ALL * self.mass
+        return mostly or (not reviewed and shared >= NEARLY_ALL * self.mass)
 
 
 def forbid(path: Path) -> ForbiddenFile | None:

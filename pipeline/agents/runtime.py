@@ -145,7 +145,14 @@ class Runtime:
             code_root=code_root,
             private=private,
             params_path=spawn.params_path,
+            reviewed=self._reviewed(spawn),
         )
+
+    def _reviewed(self, spawn: Spawn) -> frozenset[Path]:
+        params = spawn.params
+        named = (params.target_path, params.draft_path, params.design_path, params.design_mechanics_path)
+        paths = (Path(p) if Path(p).is_absolute() else self.repo_root / p for p in named if p)
+        return frozenset(p.resolve() for p in paths)
 
     def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
         """A role that reviews a target reads only its params file and, of the target, its slice,

@@ -59,6 +59,9 @@ class ToolContext:
     """Paths no role reads: the runs directory and other spawns' params files."""
     params_path: Path | None = None
     """The spawn's own params file, which the Read tool opens for the prompt's token."""
+    reviewed: frozenset[Path] = frozenset()
+    """The design documents the spawn reviews (its params name them): held to the copy rules
+    of ``confine.ForbiddenFile.matches`` with ``reviewed``."""
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
@@ -102,7 +105,8 @@ class ToolContext:
                 text = normalise(real.read_bytes())
             except OSError:
                 return False
-            self._seen[key] = any(item.matches(text) for item in self.forbidden)
+            reviewed = real in self.reviewed
+            self._seen[key] = any(item.matches(text, reviewed) for item in self.forbidden)
         return self._seen[key]
 
     def confine(self, raw: str) -> Path:

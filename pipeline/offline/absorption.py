@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import log_from_text, records, similarity, view_of_decision
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import antonym_conflict, doc_from_text, review_finding, verdict_of
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import alternatives, is_empty, log_from_text, view_of_decision
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     antonym_conflict,

@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
 from pipeline.offline import acronyms, prose_lint, wording
-from pipeline.offline.driver import Observations
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_lines
 from pipeline.offline.report import SEVERITIES, Report
 from pipeline.offline.text import (

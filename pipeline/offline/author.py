@@ -17,14 +17,14 @@ from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.research_log import Decision, ResearchLog
 from pipeline.formats.textio import decode
 from pipeline.offline import companion, fixer, plan_names, supersede
-from pipeline.offline.driver import Observations
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     clean,
     code_spans,
-    defines_acronym,
+    defined_acronyms,
     doc_from_text,
     keywords,
     known_acronyms,
@@ -79,17 +79,14 @@ def _list_items(lines: list[str]) -> list[str]:
 
 def code_unknown_caps(text: str, known: frozenset[str]) -> str:
     """Put undefined all-capitals words (command and constant names) in code spans."""
+    defined = defined_acronyms(text)
 
     def wrap(line: str) -> str:
         parts = re.split(r"(`[^`]*`)", line)
         for i in range(0, len(parts), 2):
             parts[i] = re.sub(
                 r"(?<![\w`-])([A-Z][A-Z0-9_]*[A-Z0-9])(?![\w`-])",
-                lambda m: (
-                    m.group(0)
-                    if m.group(1) in known or defines_acronym(text, m.group(1))
-                    else f"`{m.group(1)}`"
-                ),
+                lambda m: m.group(0) if m.group(1) in known or m.group(1) in defined else f"`{m.group(1)}`",
                 parts[i],
             )
         return "".join(parts)
@@ -264,6 +261,28 @@ def _write(obs: Observations, path: str, text: str) -> None:
         raise RuntimeError(result)
 
 
+def _names(finding: dict[str, Any], path: str | None) -> bool:
+    """Whether ``finding`` is about the file at ``path`` (repository-relative or absolute)."""
+    where = finding.get("file")
+    return bool(where and path) and (
+        Path(str(where)) == Path(str(path)) or str(path).endswith("/" + str(where))
+    )
+
+
+def _fix_companion(
+    params: dict[str, Any], obs: Observations, flagged: list[dict[str, Any]]
+) -> tuple[int, int]:
+    """Apply the fixes flagged in the companion (the author writes it at target=both)."""
+    companion = params.get("design_mechanics_path")
+    if not flagged or params.get("target") != "both" or not companion:
+        return 0, len(flagged)
+    current = read_whole(obs, companion)
+    text, fixed, left = fixer.apply(current, flagged, obs.instructions)
+    if text != current:
+        _write(obs, companion, text)
+    return fixed, left
+
+
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     output = params["output_path"]
     flagged = params.get("flagged_passages") or []
@@ -271,11 +290,15 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         current = obs.call("read", path=output)
         if not _failed(current):
             current = read_whole(obs, output)
-            extra = [f for f in flagged if f.get("rule") == "abs-missing-record"]
-            text, fixed, left = fixer.apply(current, flagged, obs.instructions)
+            elsewhere = [f for f in flagged if _names(f, params.get("design_mechanics_path"))]
+            mine = [f for f in flagged if not _names(f, params.get("design_mechanics_path"))]
+            extra = [f for f in mine if f.get("rule") == "abs-missing-record"]
+            text, fixed, left = fixer.apply(current, mine, obs.instructions)
             if extra and params.get("research_log_path"):
                 text, added = seed_records(text, read_whole(obs, params["research_log_path"]), extra)
                 fixed, left = fixed + added, left - added
+            fixed_there, left_there = _fix_companion(params, obs, elsewhere)
+            fixed, left = fixed + fixed_there, left + left_there
             _write(obs, output, text)
             return {
                 "summary": f"Round {params.get('round')}: fixed {fixed} flagged passage(s), left {left} that "

@@ -10,8 +10,8 @@ from typing import Any
 from pipeline.formats.edits import join, parse
 from pipeline.formats.split import split_design, split_section, with_footers
 from pipeline.formats.sync_delta import mechanics_sections, without_stamp
-from pipeline.offline.driver import Observations
 from pipeline.offline.edit_io import failed, read, write_edits
+from pipeline.offline.observe import Observations
 
 DOC = Path("design.md")
 MECHANICS = "design-mechanics.md"

@@ -16,8 +16,8 @@ from typing import Any
 from pipeline.formats.design_doc import DesignDoc
 from pipeline.formats.prose import Block, ProseView, parse_prose
 from pipeline.offline import acronyms
-from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import records
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 from pipeline.offline.report import Report
 from pipeline.offline.text import (

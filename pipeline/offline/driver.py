@@ -10,11 +10,9 @@ the engine returns, the driver answers with the output tool call.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -27,68 +25,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from pipeline.offline.observe import UNREADABLE_RULE, EngineError, NeedMore, Observations, Unreadable
+from pipeline.offline.pages import read_whole
+
 PARAMS_RE = re.compile(r"Params file:\s*(?P<path>\S+)")
-
-
-class NeedMore(Exception):
-    """The engine needs tool results it has not seen yet."""
-
-    def __init__(self, calls: list[ToolCallPart]) -> None:
-        super().__init__(f"{len(calls)} pending tool call(s)")
-        self.calls = calls
-
-
-class EngineError(Exception):
-    """The engine cannot proceed (for example, its params file is unreadable)."""
-
-
-class Unreadable(EngineError):
-    """An input the role could not read whole: a review reports it as a blocker, an author fails."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-UNREADABLE_RULE = "unreadable-input"
-
-
-def call_id(tool: str, args: dict[str, Any]) -> str:
-    digest = hashlib.sha1(json.dumps([tool, args], sort_keys=True).encode()).hexdigest()[:16]
-    return f"{tool}-{digest}"
-
-
-@dataclass(slots=True)
-class Observations:
-    results: dict[str, str]
-    instructions: str
-    available: frozenset[str]
-    pending: list[ToolCallPart] = field(default_factory=list)
-
-    def has_tool(self, tool: str) -> bool:
-        return tool in self.available
-
-    def call(self, tool: str, **args: Any) -> str:
-        """The result of ``tool(**args)``; stops the engine until it is available."""
-        results = self.call_many([(tool, args)])
-        return results[0]
-
-    def call_many(self, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
-        """Several independent calls, issued together in one response when any is missing."""
-        missing: list[ToolCallPart] = []
-        out: list[str] = []
-        for tool, args in calls:
-            if tool not in self.available:
-                raise EngineError(f"the role has no {tool} tool")
-            cid = call_id(tool, args)
-            if cid in self.results:
-                out.append(self.results[cid])
-            else:
-                missing.append(ToolCallPart(tool, args, tool_call_id=cid))
-        if missing:
-            raise NeedMore(missing)
-        return out
 
 
 Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
@@ -138,9 +78,10 @@ def drive(engine: Engine, review: bool = True) -> Callable[[list[ModelMessage], 
             available=frozenset(t.name for t in info.function_tools),
         )
         try:
-            raw = obs.call("read", path=_params_path(messages))
-            if raw.startswith(("refused:", "error:")):
-                raise EngineError(f"cannot read the params file: {raw}")
+            try:
+                raw = read_whole(obs, _params_path(messages))
+            except Unreadable as exc:
+                raise EngineError(f"cannot read the params file: {exc.reason}") from exc
             params = json.loads(raw)
             output = engine(params, obs)
         except NeedMore as more:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.offline.driver import Observations
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.offline import companion, fixer, instruction, sync
-from pipeline.offline.driver import Observations
 from pipeline.offline.edit_io import read, write_edits
+from pipeline.offline.observe import Observations
 
 INSTRUCTION = "edit-instruction"
 

@@ -15,8 +15,8 @@ from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.prose import ProseView, parse_prose
 from pipeline.formats.textio import decode
 from pipeline.offline import supersede
-from pipeline.offline.driver import Observations
 from pipeline.offline.logtext import records
+from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     antonym_conflict,

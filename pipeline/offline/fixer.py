@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.checks.engine import find_asides
@@ -50,6 +50,17 @@ class Context:
     rules: dict[str, HouseRule]
     lexicon: acronyms.Lexicon
     edits: EditSet
+    done: dict[tuple[str, str], bool] = field(default_factory=dict)
+    """Fixes that act on every use of a term, by (rule, term): the first finding fixes them
+    all, so many findings of one term cost one pass over the document."""
+
+
+def _lines_of(ctx: Context, f: dict[str, Any]) -> list[tuple[int, str]]:
+    """The prose line a located finding names, else every prose line."""
+    line = f.get("line")
+    if isinstance(line, int) and 1 <= line <= len(ctx.doc.lines):
+        return ctx.doc.prose_lines(line, line)
+    return ctx.doc.prose_lines()
 
 
 Fixer = Callable[[Context, dict[str, Any]], bool]
@@ -124,7 +135,7 @@ def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
 
 def fix_aside(ctx: Context, f: dict[str, Any]) -> bool:
     changed = False
-    for number, line in ctx.doc.prose_lines():
+    for number, line in _lines_of(ctx, f):
         for start, text in find_asides(line):
             begin = start - 1 if start > 0 and line[start - 1] == " " else start
             changed |= ctx.edits.replace(number, begin, start + len(text), "")
@@ -156,7 +167,7 @@ def fix_stamp(ctx: Context, f: dict[str, Any]) -> bool:
 
 def fix_reverse_ref(ctx: Context, f: dict[str, Any]) -> bool:
     changed = False
-    for number, line in ctx.doc.prose_lines():
+    for number, line in _lines_of(ctx, f):
         new = LINK_INTO_PLAN_RE.sub(r"\1", line)
         if new != line:
             changed |= ctx.edits.replace_line(number, new)
@@ -260,6 +271,8 @@ FIXERS: dict[str, Fixer] = {
     "hs-wall-of-text": fix_wall,
     "hs-em-dash": fix_dashes,
 }
+EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym})
+"""Fixers that act on every use of the finding's term, wherever the finding sits."""
 
 
 def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[str, int, int]:
@@ -270,8 +283,16 @@ def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[
     ctx = Context(doc, view, parse_house_style(instructions), lexicon, EditSet(list(doc.lines)))
     fixed = left = 0
     for finding in flagged:
-        fixer = FIXERS.get(finding.get("rule", ""))
-        if fixer is not None and fixer(ctx, finding):
+        rule = finding.get("rule", "")
+        fixer = FIXERS.get(rule)
+        if fixer in EVERY_USE:
+            key = (rule, (finding.get("quote") or "").strip().lower())
+            if key not in ctx.done:
+                ctx.done[key] = fixer is not None and fixer(ctx, finding)
+            done = ctx.done[key]
+        else:
+            done = fixer is not None and fixer(ctx, finding)
+        if done:
             fixed += 1
         else:
             left += 1

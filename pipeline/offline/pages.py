@@ -9,7 +9,7 @@ blocker, an author fails; no role says "ok" about text it has not seen.
 from __future__ import annotations
 
 from pipeline.formats.paging import parse_page
-from pipeline.offline.driver import Observations, Unreadable
+from pipeline.offline.observe import Observations, Unreadable
 
 
 def failed(result: str) -> bool:

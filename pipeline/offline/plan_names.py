@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.formats.plan import parse_plan_file
 from pipeline.formats.research_log import Decision
 from pipeline.formats.textio import decode
-from pipeline.offline.driver import Observations
+from pipeline.offline.observe import Observations
 from pipeline.offline.text import containment, content_words
 
 MATCH = 0.6

@@ -20,8 +20,8 @@ from pipeline.formats.design_doc import OVERVIEW
 from pipeline.formats.edits import add_section, find_section, join, parse, remove_section, rename_section
 from pipeline.formats.refs import footer_line, rename_in_design
 from pipeline.formats.sync_delta import SectionDelta, design_view, mechanics_sections, view_changed
-from pipeline.offline.driver import Observations
 from pipeline.offline.edit_io import read, write_edits
+from pipeline.offline.observe import Observations
 from pipeline.offline.text import sentences
 
 DOC = Path("design.md")

@@ -336,12 +336,16 @@ def acronym_base(token: str) -> str:
     return token[:-1] if token.endswith("s") and token[:-1].isupper() else token
 
 
-def defines_acronym(text: str, acronym: str) -> bool:
-    """``long form (ACR)``, ``ACR (long form)``, ``**ACR**`` or ``ACR:`` defines it."""
-    esc = re.escape(acronym)
-    return bool(
-        re.search(rf"\(\s*{esc}s?\s*\)", text)
-        or re.search(rf"(?<![\w-]){esc}\s*\([a-z][^)]*\)", text)
-        or re.search(rf"\*\*{esc}\*\*", text)
-        or re.search(rf"(?<![\w-]){esc}s?\s*:\s", text)
-    )
+_TOKEN = r"[A-Z][A-Z0-9_]*[A-Z0-9]"
+_DEFINITIONS = (
+    re.compile(rf"\(\s*({_TOKEN})s?\s*\)"),
+    re.compile(rf"(?<![\w-])({_TOKEN})\s*\([a-z][^)]*\)"),
+    re.compile(rf"\*\*({_TOKEN})\*\*"),
+    re.compile(rf"(?<![\w-])({_TOKEN})s?\s*:\s"),
+)
+
+
+def defined_acronyms(text: str) -> frozenset[str]:
+    """Every capitalised token the text defines, in one pass: ``long form (ACR)``,
+    ``ACR (long form)``, ``**ACR**`` or ``ACR:``."""
+    return frozenset(m.group(1) for pattern in _DEFINITIONS for m in pattern.finditer(text))
