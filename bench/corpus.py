@@ -39,3 +39,36 @@ def make_design_dir(root: Path, design_lines: int = 2000, tracks: int = 10) -> P
         track += ["## Episodes", "", *[f"### Episode {k}\nLanded step {k}.\n" for k in range(10)]]
         (wf / "plan" / f"track-{t}.md").write_text("\n".join(track) + "\n")
     return root
+
+
+WORDS = "queue store cache shard lease token window retry budget index ledger batch".split()  # noqa: SIM905
+
+
+def decision_lines(i: int, rationale: str = "so the {a} pays for itself") -> list[str]:
+    a, b = WORDS[i % len(WORDS)], WORDS[(i * 7) % len(WORDS)]
+    return [
+        f"### D{i}: Keep the {a} of part {i} beside its {b}",
+        f"**Decision:** Part {i} keeps its {a} next to the {b} it serves.",
+        f"**Alternatives rejected:** A shared {a} for every part (contention grows with load); "
+        f"no {a} at all (each request pays full cost).",
+        f"**Rationale:** Part {i} is read far more often than it is written, {rationale.format(a=a)}.",
+        "",
+    ]
+
+
+def make_log_repo(root: Path, decisions: int, changed: int | None = None) -> Path:
+    """A repository holding one design directory, docs/d, whose research log has ``decisions``
+    load-bearing decisions and a resolved gate record; ``changed`` rewords one rationale
+    (same lines). The offline author writes about 14 design lines per decision."""
+    wf = root / "docs" / "d" / "_workflow"
+    wf.mkdir(parents=True, exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    out = ["# Research log: generated service", "", "## Problem", "", "The service needs a design.", ""]
+    out += ["## Findings", "", "- Reads outnumber writes ten to one.", "", "## Decision Log", ""]
+    for i in range(1, decisions + 1):
+        out += decision_lines(
+            i, "and the {a} earns its keep" if i == changed else "so the {a} pays for itself"
+        )
+    out += ["## Adversarial gate record", "", "### 2026-11-20 — PASS", ""]
+    (wf / "research-log.md").write_text("\n".join(out) + "\n")
+    return root / "docs" / "d"

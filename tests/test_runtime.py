@@ -283,3 +283,53 @@ def test_openai_compatible_server_on_loopback_through_the_default_stack(
     assert result.status == "ok" and result.review is not None and result.review.verdict == "NEEDS REVISION"
     assert [r["path"] for r in _Chat.requests] == ["/v1/chat/completions"] * 2
     assert _Chat.requests[0]["body"]["model"] == "local-model"
+
+
+def _held_model(outcomes: list[str]) -> tuple[FunctionModel, asyncio.Event, asyncio.Event, list[int]]:
+    """A model whose answer waits for ``release``; each call answers with the next outcome
+    ("ok", or "fail" for an HTTP 400)."""
+    entered, release, calls = asyncio.Event(), asyncio.Event(), []
+
+    async def answer(messages: list[Any], info: AgentInfo) -> Any:
+        from pydantic_ai.messages import ModelResponse, TextPart
+
+        calls.append(1)
+        entered.set()
+        await release.wait()
+        if outcomes[len(calls) - 1] == "fail":
+            raise ModelHTTPError(400, "m", body="bad")
+        return ModelResponse(parts=[TextPart("the answer")])
+
+    return FunctionModel(answer, model_name="held"), entered, release, calls
+
+
+@pytest.mark.parametrize("first", ["ok", "fail"])
+def test_an_identical_request_in_flight_is_asked_once(tmp_path: Path, first: str) -> None:
+    """The first turn of every spawn in a fan-out is the same request: while it is being asked,
+    the others wait for its answer. If that ask fails, each asks on its own."""
+    from pydantic_ai.messages import ModelRequest
+    from pydantic_ai.models import ModelRequestParameters
+
+    from pipeline.agents.cache import CachedModel
+
+    async def scenario() -> list[Any]:
+        model, entered, release, calls = _held_model([first, "ok"])
+        cached = CachedModel(model, open_cache(tmp_path / "cache"))
+        messages: list[Any] = [ModelRequest.user_text_prompt("the same prompt")]
+        ask = lambda: cached.request(messages, None, ModelRequestParameters())  # noqa: E731
+        leader = asyncio.ensure_future(ask())
+        await entered.wait()
+        follower = asyncio.ensure_future(ask())
+        for _ in range(3):  # the follower runs until it waits on the leader's answer
+            await asyncio.sleep(0)
+        assert len(calls) == 1
+        release.set()
+        results = await asyncio.gather(leader, follower, return_exceptions=True)
+        return [len(calls), *results]
+
+    count, leader, follower = asyncio.run(scenario())
+    if first == "ok":
+        assert count == 1 and leader.parts == follower.parts
+    else:
+        assert count == 2 and isinstance(leader, ModelHTTPError)
+        assert follower.parts[0].content == "the answer"

@@ -10,6 +10,8 @@ bounded and jittered. Provider SDK retries are switched off so retries happen on
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -196,6 +198,9 @@ class CachedModel(WrapperModel):
         super().__init__(wrapped)
         self.cache = cache
         self.policy = policy or RetryPolicy()
+        self._inflight: dict[str, asyncio.Future[ModelResponse]] = {}
+        """Requests being asked now: an identical one (the first turn of every spawn in a
+        fan-out) waits for that answer instead of asking again."""
 
     @property
     def model_name(self) -> str:
@@ -216,15 +221,61 @@ class CachedModel(WrapperModel):
         recorder = RECORDER.get()
         if recorder is not None and recorder.first_request is None:
             recorder.first_request = json.dumps(body, default=str, ensure_ascii=False)
+        cached = self._cached(key)
+        if cached is None and key in self._inflight:
+            with contextlib.suppress(Exception):  # the first asker failed: ask on our own
+                cached = await asyncio.shield(self._inflight[key])
+        if cached is not None:
+            if recorder is not None:
+                recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
+            _answered()
+            return replace(cached, usage=RequestUsage())
+        future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            response = await self._ask(messages, model_settings, model_request_parameters)
+        except BaseException as exc:
+            # Whoever waits asks on its own (a cancellation here is not theirs to share).
+            future.set_exception(
+                exc if isinstance(exc, Exception) else RuntimeError("the first asker stopped")
+            )
+            future.exception()  # retrieved: nobody need wait for it
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(response)
         if self.cache is not None:
-            raw = self.cache.get(key)
-            if isinstance(raw, bytes):
-                cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
-                assert isinstance(cached, ModelResponse)
-                if recorder is not None:
-                    recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
-                _answered()
-                return replace(cached, usage=RequestUsage())
+            self.cache.set(key, ModelMessagesTypeAdapter.dump_json([response]))
+        if recorder is not None:
+            recorder.calls.append(
+                CallRecord(
+                    self.model_name,
+                    False,
+                    response.usage.input_tokens,
+                    response.usage.output_tokens,
+                    response_cost(response),
+                )
+            )
+        _answered()
+        return response
+
+    def _cached(self, key: str) -> ModelResponse | None:
+        if self.cache is None:
+            return None
+        raw = self.cache.get(key)
+        if not isinstance(raw, bytes):
+            return None
+        cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
+        assert isinstance(cached, ModelResponse)
+        return cached
+
+    async def _ask(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Ask the provider, retrying what is transient."""
         settings: ModelSettings = {**(model_settings or {}), "max_retries": 0}
         policy = self.policy
         retrying = AsyncRetrying(
@@ -241,19 +292,6 @@ class CachedModel(WrapperModel):
             with attempt:
                 response = await self.wrapped.request(messages, settings, model_request_parameters)
         assert response is not None
-        if self.cache is not None:
-            self.cache.set(key, ModelMessagesTypeAdapter.dump_json([response]))
-        if recorder is not None:
-            recorder.calls.append(
-                CallRecord(
-                    self.model_name,
-                    False,
-                    response.usage.input_tokens,
-                    response.usage.output_tokens,
-                    response_cost(response),
-                )
-            )
-        _answered()
         return response
 
 

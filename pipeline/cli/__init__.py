@@ -53,5 +53,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(int(ExitCode.INTERNAL))
 
 
+def run() -> None:
+    """The console entry point: ``main``, then leave at once. Everything a command writes is
+    on disk when it returns (each write is synced, the stores are closed), so the interpreter's
+    own teardown (joining idle worker threads, freeing every module) is skipped."""
+    code: int | str | None
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if isinstance(code, str):
+        sys.stderr.write(code + "\n")
+        sys.stderr.flush()
+        code = 1
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    main()
+    run()
