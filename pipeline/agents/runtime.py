@@ -94,6 +94,14 @@ class Runtime:
     """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
     _models: dict[str, Model] = field(default_factory=dict)
     _logs: dict[Path, LogVersions] = field(default_factory=dict)
+    _built: dict[str, Model] = field(default_factory=dict)
+
+    def provider_model(self, spec: str) -> Model:
+        """The provider's model for ``spec``, built once (one client, one connection pool,
+        shared by every role that names it)."""
+        if spec not in self._built:
+            self._built[spec] = build_model(spec, base_url=self.base_url, http_client=self.http_client)
+        return self._built[spec]
 
     def model_for(self, role: str) -> Model:
         if role not in self._models:
@@ -106,7 +114,7 @@ class Runtime:
 
                 base = offline_model(role)
             else:
-                base = build_model(spec, base_url=self.base_url, http_client=self.http_client)
+                base = self.provider_model(spec)
             self._models[role] = CachedModel(base, self.cache, self.policy)
         return self._models[role]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.agents.cache import LazyCache
-from pipeline.agents.models import build_model, check_spec
+from pipeline.agents.models import check_spec
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
@@ -100,4 +100,4 @@ def check_models(runtime: Runtime) -> None:
     """Build each configured model once (its provider, its key), so a model that cannot run is
     refused before a run writes anything rather than when its role is first spawned."""
     for spec in sorted(set(runtime.model_specs.values()) - {OFFLINE}):
-        build_model(spec, base_url=runtime.base_url, http_client=runtime.http_client)
+        runtime.provider_model(spec)
