@@ -237,7 +237,11 @@ def test_anthropic_wire_format_through_respx(tmp_path: Path, monkeypatch: pytest
         result = review(d, rt, "readability-auditor").results[0]
     assert result.status == "ok" and result.review is not None
     assert sent[0]["system"] and "readability auditor" in json.dumps(sent[0]["system"])
-    assert "cache_control" in json.dumps(sent[0])  # prompt caching on: instructions and tools
+    # Cache breakpoints: the instructions and the tools (shared by every spawn of the role), and
+    # one that moves forward with the conversation (what the spawn read is cached for its next turn).
+    assert "cache_control" in json.dumps(sent[0]["system"][-1])
+    assert "cache_control" in sent[0]["tools"][-1]
+    assert "cache_control" in sent[1]
     assert {t["name"] for t in sent[0]["tools"]} == {"read", "grep", "final_result"}
 
 

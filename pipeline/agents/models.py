@@ -110,8 +110,14 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
 
 
 def settings_for(system: str) -> ModelSettings:
-    """Per-provider settings (by the model's ``system``): Anthropic prompt caching on for
-    instructions and tool definitions."""
+    """Per-provider settings (by the model's ``system``): Anthropic cache breakpoints on the
+    instructions and the tool definitions (shared by every spawn of a role) and one that
+    moves forward with the conversation (what a spawn has read, the draft included, is
+    cached for its later turns)."""
     if system == "anthropic":
-        return {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True}  # type: ignore[typeddict-unknown-key]
+        return {  # type: ignore[typeddict-unknown-key]
+            "anthropic_cache_instructions": True,
+            "anthropic_cache_tool_definitions": True,
+            "anthropic_cache": True,
+        }
     return {}
