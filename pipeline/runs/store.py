@@ -9,6 +9,7 @@ before-snapshots and summary.md) that the nodes read and write; a shared store m
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +25,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
+from pipeline.formats.textio import atomic_write
 from pipeline.runs.events import EVENTS
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
@@ -33,6 +35,7 @@ from pipeline.settings import CHECKPOINTS
 
 STORE_ENV = "DESIGNLOOP_STORE"
 CHECKPOINT_STORE = "checkpoint store"
+BATCHES = "batches"
 Saver = BaseCheckpointSaver[Any]
 
 
@@ -76,6 +79,12 @@ class RunStore(Protocol):
 
     def records(self) -> list[tuple[RunRecord, RunView]]:
         """Every readable run's record and view (a damaged one is left out)."""
+
+    def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
+        """Keep a batch's record (its directories and their runs) for ``report --batch``."""
+
+    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+        """A batch's record; the latest batch when no id is given."""
 
     def close(self) -> None:
         """Let go of connections and files."""
@@ -192,8 +201,44 @@ class LocalStore:
                     continue
         return out
 
+    def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
+        atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
+
+    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+        folder = self.runs_dir / BATCHES
+        if batch_id is None:
+            found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+            if not found:
+                raise InputError(
+                    "no batch yet",
+                    file=folder,
+                    hint="run one with designloop batch create|final DIR_OR_GLOB...",
+                )
+            path = found[-1]
+        else:
+            if not batch_id or "/" in batch_id or batch_id.startswith("."):
+                raise InputError(f"{batch_id!r} is not a batch id", hint="see runs/batches/")
+            path = folder / f"{batch_id}.json"
+        return load_batch_file(path)
+
     def close(self) -> None:
         return None
+
+
+def load_batch_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            "no such batch", file=path, hint="the batch ids are the names under runs/batches/"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("directories"), list):
+        raise InputError("the batch record is damaged", file=path, hint="run the batch again")
+    return data
 
 
 def store_url(value: str | None) -> str | None:

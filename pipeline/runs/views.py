@@ -44,6 +44,8 @@ class RunView:
     cost: float = 0.0
     cache_hits: int = 0
     message: str | None = None
+    outputs: str | None = None
+    """The digest of what a passing batch run left on disk (runs.fingerprint)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +112,8 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.review_log_entry = event.get("entry")
     elif kind == "outcome":
         view.outcome, view.state = event.get("outcome"), "finished"
+    elif kind == "outputs":
+        view.outputs = event.get("digest")
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
