@@ -12,21 +12,41 @@ from decimal import Decimal
 
 from pydantic_ai.usage import UsageLimits
 
-from pipeline.agents.usage import Budget, BudgetExceeded, Usage
+from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
 
 
 @dataclass(slots=True)
 class Pool:
-    """What the runs of one batch spent, and the batch's limits."""
+    """What the runs of one batch spent, read from their ledgers, and the batch's limits."""
 
     max_tokens: int | None = None
     max_cost: Decimal | None = None
-    spent: Usage = field(default_factory=Usage)
+    _ledgers: list[tuple[Ledger, Usage]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, usage: Usage) -> None:
+    def track(self, ledger: Ledger) -> None:
+        """Count what ``ledger`` spends from now on (a resumed run's earlier spending is not
+        this batch's)."""
         with self._lock:
-            self.spent.merge(usage)
+            self._ledgers.append((ledger, ledger.total()))
+
+    @property
+    def spent(self) -> Usage:
+        out = Usage()
+        with self._lock:
+            tracked = list(self._ledgers)
+        for ledger, before in tracked:
+            now = ledger.total()
+            out.merge(
+                Usage(
+                    input_tokens=now.input_tokens - before.input_tokens,
+                    output_tokens=now.output_tokens - before.output_tokens,
+                    cost=now.cost - before.cost,
+                    calls=now.calls - before.calls,
+                    cache_hits=now.cache_hits - before.cache_hits,
+                )
+            )
+        return out
 
     def check(self) -> None:
         spent = self.spent
@@ -55,12 +75,13 @@ class PooledBudget(Budget):
         if pool is None:
             return own
         tokens = own.total_tokens_limit
+        pooled = pool.spent
         if pool.max_tokens is not None:
-            left = max(0, pool.max_tokens - pool.spent.total_tokens)
+            left = max(0, pool.max_tokens - pooled.total_tokens)
             tokens = left if tokens is None else min(tokens, left)
         cost = own.cost_limit
         if pool.max_cost is not None:
-            remaining = max(Decimal(0), pool.max_cost - pool.spent.cost)
+            remaining = max(Decimal(0), pool.max_cost - pooled.cost)
             cost = remaining if cost is None else min(Decimal(cost), remaining)
         return UsageLimits(request_limit=own.request_limit, total_tokens_limit=tokens, cost_limit=cost)
 

@@ -23,9 +23,9 @@ from typing import Any
 from pipeline.agents.cache import LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.agents.session import SessionOptions
-from pipeline.agents.usage import Usage
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
+from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
 from pipeline.runs.events import EventLog
@@ -35,7 +35,7 @@ from pipeline.runs.records import FailOn, RunRecord, portable
 from pipeline.runs.setup import OpenRun, load_run, plan_run, start_run
 from pipeline.runs.store import RunStore
 from pipeline.runs.views import RunView
-from pipeline.settings import CACHE_DIR
+from pipeline.settings import CACHE_DIR, repo_root
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
 EXIT_RANK = (
@@ -185,8 +185,15 @@ Progress = Callable[[Row, dict[str, Any] | None], None]
 class BatchRunner:
     """Runs one batch: ``run(directories)`` returns the batch with one row per directory."""
 
-    def __init__(self, options: BatchOptions, store: RunStore, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        options: BatchOptions,
+        store: RunStore,
+        progress: Progress | None = None,
+        configure: Callable[[RunDeps], None] | None = None,
+    ) -> None:
         self.options = options
+        self.configure = configure
         self.store = store
         self.progress = progress or (lambda row, event: None)
         self.pool = Pool(options.batch_tokens, options.batch_cost)
@@ -195,7 +202,7 @@ class BatchRunner:
         self.batch = Batch(new_batch_id(options.kind), options.kind)
 
     async def run(self, directories: list[Path]) -> Batch:
-        self.batch.rows = [Row(str(d)) for d in directories]
+        self.batch.rows = [Row(portable(d, repo_root(d))) for d in directories]
         shared = self.store.cache()
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
         previous = latest_runs(self.store, self.options.kind)
@@ -298,18 +305,20 @@ class BatchRunner:
     async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any) -> RunResult:
         def listen(event: dict[str, Any]) -> None:
             kind = event.get("type")
-            if kind == "round":
+            if kind in ("start", "resume"):  # the ledger holds the run's earlier spending by now
+                self.pool.track(run.session.runtime.ledger)
+            elif kind == "round":
                 row.round = int(event.get("round", row.round))
             elif kind == "spawn":
                 row.spawns += 1
                 row.tokens += int(event.get("tokens", 0))
                 row.cost += Decimal(str(event.get("cost_usd", "0") or "0"))
                 row.cache_hits += int(event.get("cache_hits", 0))
-                cost = Decimal(str(event.get("cost_usd", "0") or "0"))
-                self.pool.add(Usage(input_tokens=int(event.get("tokens", 0)), cost=cost))
             self._say(row, event)
 
-        return await execute(run, resume=resume, listener=listen, store=self.store, saver=saver)
+        return await execute(
+            run, resume=resume, listener=listen, configure=self.configure, store=self.store, saver=saver
+        )
 
     def _record_outputs(self, run: OpenRun, design: DesignDir) -> None:
         """The outputs the passing run left, so the next batch can tell they are unchanged."""
