@@ -10,7 +10,6 @@ before-snapshots and summary.md) that the nodes read and write; a shared store m
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,6 +25,7 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
+from pipeline.runs.address import redact, store_url
 from pipeline.runs.events import EVENTS
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
@@ -33,7 +33,6 @@ from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, list_runs, read_view
 from pipeline.settings import CHECKPOINTS
 
-STORE_ENV = "DESIGNLOOP_STORE"
 CHECKPOINT_STORE = "checkpoint store"
 BATCHES = "batches"
 Saver = BaseCheckpointSaver[Any]
@@ -241,12 +240,6 @@ def load_batch_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def store_url(value: str | None) -> str | None:
-    """``--store`` or DESIGNLOOP_STORE; empty means the local store."""
-    url = value if value is not None else os.environ.get(STORE_ENV)
-    return url or None
-
-
 def open_store(url: str | None, runs_dir: Path) -> RunStore:
     """The local store, or the PostgreSQL one for a ``postgresql://`` address."""
     url = store_url(url)
@@ -260,16 +253,5 @@ def open_store(url: str | None, runs_dir: Path) -> RunStore:
         )
     from pipeline.runs.pg_store import PgStore
 
-    return PgStore(url, runs_dir)
-
-
-def redact(url: str) -> str:
-    """An address as messages show it: no password."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    store: RunStore = PgStore(url, runs_dir)
+    return store
