@@ -156,3 +156,24 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     resumed = run_batch(repo, ["a", "b"], jobs=2)
     assert [r.action for r in resumed.rows] == ["resumed", "resumed"]
     assert [r.outcome for r in resumed.rows] == ["PASS", "PASS"]
+
+
+def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a", "b"])
+    (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
+    code, out = cli_json(["batch", "create", "docs/adr/*", "--no-warmup"], repo)
+    assert code == ExitCode.BAD_INPUT
+    import subprocess
+    import sys
+
+    made = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "report", "--batch"], cwd=repo, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    page = repo / "runs" / "batches" / out["batch_id"] / "report.html"
+    text = page.read_text()
+    run_a = out["directories"][0]["run_id"]
+    assert f'<a href="../../{run_a}/report.html">{run_a}</a>' in text and "docs/adr/b" in text
+    assert (repo / "runs" / run_a / "report.html").is_file()
+    md = (page.parent / "report.md").read_text()
+    assert md.count("\n| docs/adr/") == 2 and "PASS" in md

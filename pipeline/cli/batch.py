@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.cli.app import (
+    BaseUrlOpt,
+    BudgetOpt,
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    RoleModelOpt,
+    RunsOpt,
+    StoreOpt,
+    app,
+)
 from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
 
 if TYPE_CHECKING:
@@ -32,12 +42,6 @@ BatchBudgetOpt = Annotated[
 BatchCostOpt = Annotated[
     str | None,
     typer.Option("--batch-max-cost", help="stop every run cleanly once the batch spent this many USD"),
-]
-StoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store", help="postgresql://... to keep runs in PostgreSQL (default: DESIGNLOOP_STORE, else local)"
-    ),
 ]
 COLUMNS = ("directory", "action", "run", "round", "spawns", "outcome", "tokens", "cost (USD)", "exit")
 
