@@ -126,7 +126,6 @@ def _run_batch(
     try:
         runner = BatchRunner(options, store)
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
-        store.save_batch(batch.batch_id, batch.to_json())
     finally:
         store.close()
     if as_json:

@@ -217,6 +217,7 @@ class BatchRunner:
                 await asyncio.gather(*(one(r, d) for r, d in zip(self.batch.rows, directories, strict=True)))
         finally:
             (shared or self.cache.inner).close()
+        self.store.save_batch(self.batch.batch_id, self.batch.to_json())
         return self.batch
 
     def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
