@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -23,8 +24,16 @@ from psycopg.types.json import Jsonb
 from pipeline.errors import InputError
 from pipeline.runs.lock import Holder, RunLocked
 
-if TYPE_CHECKING:
-    from pipeline.runs.pg_store import PgStore
+
+class Database(Protocol):
+    """The store a lock records its holder in (``pg_store.PgStore``)."""
+
+    dsn: str
+    url: str | None
+
+    def db(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """The store's shared connection."""
+
 
 SCHEMA = "designloop"
 KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
@@ -57,7 +66,7 @@ def connect(dsn: str, shown: str, keepalive: bool = False) -> psycopg.Connection
 class PgLock:
     """A session advisory lock keyed on ``designloop:dir:<directory relative to the repository>``."""
 
-    def __init__(self, store: PgStore, rel: str, directory: Path) -> None:
+    def __init__(self, store: Database, rel: str, directory: Path) -> None:
         self.store = store
         self.key = f"designloop:dir:{rel}"
         self.directory = directory
