@@ -177,3 +177,19 @@ def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: P
     assert (repo / "runs" / run_a / "report.html").is_file()
     md = (page.parent / "report.md").read_text()
     assert md.count("\n| docs/adr/") == 2 and "PASS" in md
+
+
+def test_sarif_has_each_remaining_finding_and_each_directory_that_did_not_pass(tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a", "b"])
+    open_gate(repo / "docs" / "adr" / "b")
+    sarif = tmp_path / "batch.sarif"
+    code, out = cli_json(["batch", "create", "docs/adr/*", "--no-warmup", "--sarif", str(sarif)], repo)
+    assert code == ExitCode.GATE_PAUSED
+    log = json.loads(sarif.read_text())
+    assert log["version"] == "2.1.0"
+    results = log["runs"][0]["results"]
+    paused = [r for r in results if r["ruleId"] == "designloop-paused"]
+    assert len(paused) == 1 and paused[0]["level"] == "warning"
+    uri = paused[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "docs/adr/b/_workflow/design.md"
+    assert not any("docs/adr/a" in r["message"]["text"] for r in results)  # a passed

@@ -43,6 +43,9 @@ BatchCostOpt = Annotated[
     str | None,
     typer.Option("--batch-max-cost", help="stop every run cleanly once the batch spent this many USD"),
 ]
+SarifOpt = Annotated[
+    Path | None, typer.Option("--sarif", help="also write the batch's findings as SARIF 2.1.0 to this file")
+]
 COLUMNS = ("directory", "action", "run", "round", "spawns", "outcome", "tokens", "cost (USD)", "exit")
 
 
@@ -105,6 +108,7 @@ def _run_batch(
     fail_on: str | None,
     wait: bool,
     as_json: bool,
+    sarif: Path | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -128,6 +132,11 @@ def _run_batch(
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
+    if sarif is not None:
+        from pipeline.cli.batch_sarif import batch_sarif
+        from pipeline.formats.textio import atomic_write
+
+        atomic_write(sarif, batch_sarif(batch))
     if as_json:
         typer.echo(json.dumps(batch.to_json(), indent=2))
     else:
@@ -165,6 +174,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         fail_on: FailOnOpt = None,
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
+        sarif: SarifOpt = None,
     ) -> None:
         _run_batch(
             kind,
@@ -183,6 +193,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             fail_on,
             wait,
             as_json,
+            sarif,
         )
 
     command.__doc__ = doc

@@ -25,6 +25,7 @@ from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.agents.session import SessionOptions
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.findings import Finding
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
@@ -79,6 +80,8 @@ class Row:
     cache_hits: int = 0
     message: str | None = None
     started: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    """What remains at the end of the run (each with its file, line and quote)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,7 @@ class Row:
             "cost_usd": str(self.cost),
             "cache_hits": self.cache_hits,
             "message": self.message,
+            "findings": [f.to_json() for f in self.findings],
         }
 
 
@@ -255,6 +259,7 @@ class BatchRunner:
             result = await self._execute(run, resume, row, saver)
             if result.state is not None and result.state.outcome is not None:
                 row.outcome = result.state.outcome.verdict
+                row.findings = list(result.state.outcome.remaining)
                 if row.outcome == PASS:
                     self._record_outputs(run, design)
             else:
