@@ -156,6 +156,7 @@ def workers(args: argparse.Namespace, base: Path) -> None:
                 server.epoch = 2
                 server.release.set()
                 wait_until(lambda: finished(url) >= set(runs.values()), limit=900)
+                wait_until(lambda: query(url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 0)
             finally:
                 for p in procs:
                     if p.poll() is None:

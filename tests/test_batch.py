@@ -185,6 +185,7 @@ def test_sarif_has_each_remaining_finding_and_each_directory_that_did_not_pass(t
     sarif = tmp_path / "batch.sarif"
     code, out = cli_json(["batch", "create", "docs/adr/*", "--no-warmup", "--sarif", str(sarif)], repo)
     assert code == ExitCode.GATE_PAUSED
+    assert [d["outcome"] for d in out["directories"]] == ["PASS", "PAUSED"]
     log = json.loads(sarif.read_text())
     assert log["version"] == "2.1.0"
     results = log["runs"][0]["results"]

@@ -54,6 +54,9 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
             server.release.set()
             wait_until(lambda: finished(pg_url) >= set(runs.values()))
             wait_until(lambda: query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 0)
+            survivor = next(w for w in workers if w.pid != pid)
+            survivor.send_signal(signal.SIGTERM)
+            assert survivor.wait(timeout=120) == 0  # SIGTERM: a graceful stop
         finally:
             for w in workers:
                 if w.poll() is None:

@@ -29,8 +29,8 @@ from pipeline.graph.state import PASS
 from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
 from pipeline.runs.lock import holder_for
-from pipeline.runs.pg_lock import schema_options
-from pipeline.runs.pg_store import SETUP_LOCK, PgStore
+from pipeline.runs.pg_lock import asetup_lock, schema_options
+from pipeline.runs.pg_store import PgStore
 from pipeline.runs.records import portable, read_record
 from pipeline.runs.setup import load_run, plan_run, start_run
 from pipeline.settings import repo_root
@@ -52,7 +52,7 @@ async def queue_connection(store: PgStore) -> psycopg.AsyncConnection[Any]:
     conn = await psycopg.AsyncConnection.connect(store.dsn, autocommit=True, options=schema_options())
     queries = Queries(PsycopgDriver(conn))
     async with await psycopg.AsyncConnection.connect(store.dsn, autocommit=True) as guard:
-        await guard.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+        await asetup_lock(guard)
         if not await queries.schema_is_installed():
             await queries.install(create_schema=False)
     return conn
@@ -119,6 +119,7 @@ class Worker:
 
     async def serve(self) -> None:
         from pgqueuer import PgQueuer
+        from pgqueuer.adapters.cli.supervisor import setup_signal_handlers
         from pgqueuer.models import Job
         from pgqueuer.types import QueueExecutionMode
 
@@ -126,6 +127,8 @@ class Worker:
         try:
             async with self.store.checkpointer() as saver:
                 pgq = PgQueuer.from_psycopg_connection(conn)
+                # SIGTERM or SIGINT: take no new job, let the runs in hand finish, record them, exit.
+                setup_signal_handlers(pgq.shutdown)
 
                 @pgq.entrypoint(ENTRYPOINT, on_failure="hold")
                 async def run_job(job: Job) -> None:

@@ -11,7 +11,9 @@ holder is simply overwritten by the next one (``holder()`` asks the lock, not th
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict
@@ -38,6 +40,37 @@ class Database(Protocol):
 SCHEMA = "designloop"
 KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
 LOCK_SQL = "hashtextextended(%s, 0)"
+
+
+SETUP_LOCK = "designloop:setup"
+SETUP_RETRY = 0.1
+"""Schema setup is serialised by an advisory lock taken with try-lock and a short sleep, never a
+blocking wait: a session waiting on a lock holds a snapshot, and the saver's ``CREATE INDEX
+CONCURRENTLY`` in the holder waits for every older snapshot, a deadlock PostgreSQL would break
+by aborting one of them."""
+
+
+def setup_lock(conn: psycopg.Connection[Any]) -> None:
+    """Take the schema-setup lock on ``conn`` (release it with ``setup_unlock``)."""
+    while True:
+        got = conn.execute(f"SELECT pg_try_advisory_lock({LOCK_SQL})", (SETUP_LOCK,)).fetchone()
+        if got and got[0]:
+            return
+        time.sleep(SETUP_RETRY)
+
+
+def setup_unlock(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(f"SELECT pg_advisory_unlock({LOCK_SQL})", (SETUP_LOCK,))
+
+
+async def asetup_lock(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``setup_lock`` on an async connection."""
+    while True:
+        cursor = await conn.execute(f"SELECT pg_try_advisory_lock({LOCK_SQL})", (SETUP_LOCK,))
+        got = await cursor.fetchone()
+        if got and got[0]:
+            return
+        await asyncio.sleep(SETUP_RETRY)
 
 
 def schema_options() -> str:

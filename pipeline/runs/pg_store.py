@@ -34,7 +34,7 @@ from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import redact
 from pipeline.runs.events import EVENTS
-from pipeline.runs.pg_lock import PgLock, connect, schema_options
+from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
 
@@ -57,7 +57,6 @@ TABLES = (
     """CREATE TABLE IF NOT EXISTS batches (
          batch_id text PRIMARY KEY, created timestamptz NOT NULL DEFAULT now(), data jsonb NOT NULL)""",
 )
-SETUP_LOCK = "designloop:setup"
 Saver = BaseCheckpointSaver[Any]
 
 
@@ -99,10 +98,12 @@ class PgStore:
         with self._lock:
             if self._conn is None or self._conn.closed:
                 conn = connect(self.dsn, self.url or "")
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+                setup_lock(conn)
+                try:
                     for sql in TABLES:
                         conn.execute(sql)
+                finally:
+                    setup_unlock(conn)
                 self._conn = conn
             yield self._conn
 
@@ -139,8 +140,9 @@ class PgStore:
         try:
             saver = AsyncPostgresSaver(pool, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
             async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as guard:
-                # Two workers starting at once must not run the saver's migrations side by side.
-                await guard.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+                # Two workers starting at once must not run the saver's migrations side by side;
+                # closing the guard's session lets the lock go.
+                await asetup_lock(guard)
                 await saver.setup()
             yield saver
         finally:
