@@ -88,6 +88,15 @@ def test_an_unreachable_store_is_bad_input_with_its_address_and_no_password(tmp_
     assert "secret" not in result.stderr + result.stdout
     wrong = designloop(["runs", "--store", "mysql://x"], repo)
     assert wrong.returncode == ExitCode.BAD_INPUT and "not a postgresql:// address" in wrong.stderr
+    env = {k: v for k, v in os.environ.items() if k != "DESIGNLOOP_STORE"}
+    for args in (["enqueue", "create", "docs/adr/a"], ["worker", "--drain"]):
+        none = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True, env=env
+        )
+        assert none.returncode == ExitCode.BAD_INPUT and "the queue lives in a PostgreSQL store" in none.stderr
+    one = designloop(["worker", "--jobs", "1", "--store", bad], repo)
+    assert one.returncode == ExitCode.BAD_INPUT and "--jobs 1" in one.stderr
+    assert not (repo / "runs").exists()  # nothing written for bad input
 
 
 HOLD = """
