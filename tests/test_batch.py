@@ -16,6 +16,7 @@ from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
 from pipeline.runs.lock import LOCK_NAME
+from pipeline.runs.views import read_view
 
 
 def blocks_in(name: str) -> Any:
@@ -153,7 +154,14 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     stopped = run_batch(repo, ["a", "b"], jobs=1, batch_tokens=1)
     assert [r.exit_code for r in stopped.rows] == [4, 4] and stopped.exit_code == ExitCode.BUDGET
     assert all("batch's token budget" in (r.message or "") for r in stopped.rows[1:])
-    resumed = run_batch(repo, ["a", "b"], jobs=2)
+    seen: list[str] = []
+
+    def progress(row: Any, event: Any) -> None:  # mid-run, status tells the resumed run is running
+        if event and event.get("type") == "round" and row.action == "resumed":
+            seen.append(read_view(repo / "runs" / row.run_id).state)
+
+    resumed = run_batch(repo, ["a", "b"], jobs=2, progress=progress)
+    assert seen and set(seen) == {"running"}
     assert [r.action for r in resumed.rows] == ["resumed", "resumed"]
     assert [r.outcome for r in resumed.rows] == ["PASS", "PASS"]
 

@@ -183,6 +183,13 @@ def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: D
     )
 
 
+def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
+    """Whether the directory's latest run did not finish (so a batch resumes it)."""
+    return (
+        previous is not None and previous[1].outcome is None and previous[1].state in UNFINISHED | {"running"}
+    )
+
+
 Progress = Callable[[Row, dict[str, Any] | None], None]
 
 
@@ -227,7 +234,9 @@ class BatchRunner:
     def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
         self.progress(row, event)
 
-    async def _directory(self, row: Row, directory: Path, previous: dict[str, Any], saver: Any) -> None:
+    async def _directory(
+        self, row: Row, directory: Path, previous: dict[str, tuple[RunRecord, RunView]], saver: Any
+    ) -> None:
         opts = self.options
         try:
             plan = plan_run(opts.kind, directory, opts.session, opts.warmup, None, opts.fail_on)
@@ -246,8 +255,10 @@ class BatchRunner:
             self._end(row, "skipped", ExitCode.OK, "inputs unchanged since the last PASS")
             return
         lock = self.store.lock(design.root, row.directory)
+        # The lock names the run that will work on the directory (status tells it is running).
+        working = before[0].run_id if before is not None and unfinished(before) else plan.run_id
         try:
-            await self._acquire(lock, holder_for(plan.run_id), row)
+            await self._acquire(lock, holder_for(working), row)
         except RunLocked as exc:
             self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
             return
@@ -288,7 +299,8 @@ class BatchRunner:
     ) -> tuple[OpenRun, bool]:
         """The unfinished run of the directory, or a new one."""
         opts = self.options.session
-        if before is not None and before[1].state in UNFINISHED | {"running"} and before[1].outcome is None:
+        if unfinished(before):
+            assert before is not None
             try:
                 run_dir = self.store.run_dir(before[0].run_id)
                 run = load_run(

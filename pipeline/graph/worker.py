@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 
 from pipeline.errors import InputError
-from pipeline.graph.batch import Batch, BatchOptions, Row, latest_runs, new_batch_id, unchanged
+from pipeline.graph.batch import Batch, BatchOptions, Row, latest_runs, new_batch_id, unchanged, unfinished
 from pipeline.graph.runner import execute
 from pipeline.graph.state import PASS
 from pipeline.runs.events import EventLog
@@ -86,7 +86,8 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
             assert before is not None
             row.action, row.run_id, row.outcome, row.exit_code = "skipped", before[0].run_id, PASS, 0
             continue
-        if before is not None and before[1].outcome is None:
+        if unfinished(before):
+            assert before is not None
             row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
         else:
             plan.inputs = inputs

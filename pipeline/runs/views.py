@@ -80,6 +80,8 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
         view.started = view.started or event.get("time", "")
         view.state = "running"
+    elif kind in ("start", "resume") and view.outcome is None:
+        view.state, view.message = "running", None  # a paused or stopped run going on again
     elif kind == "round":
         view.round = int(event.get("round", view.round))
     elif kind == "spawn":
