@@ -93,7 +93,9 @@ def test_an_unreachable_store_is_bad_input_with_its_address_and_no_password(tmp_
         none = subprocess.run(
             [sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True, env=env
         )
-        assert none.returncode == ExitCode.BAD_INPUT and "the queue lives in a PostgreSQL store" in none.stderr
+        assert (
+            none.returncode == ExitCode.BAD_INPUT and "the queue lives in a PostgreSQL store" in none.stderr
+        )
     one = designloop(["worker", "--jobs", "1", "--store", bad], repo)
     assert one.returncode == ExitCode.BAD_INPUT and "--jobs 1" in one.stderr
     assert not (repo / "runs").exists()  # nothing written for bad input
