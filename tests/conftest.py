@@ -79,3 +79,6 @@ def body(name: str, text: str = "Prose.", footer: str | None = None) -> str:
     if footer is not None:
         out += f"\n{footer}\n"
     return out
+
+
+from pgkit import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real PostgreSQL server)

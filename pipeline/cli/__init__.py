@@ -17,7 +17,7 @@ from pipeline.errors import DesignloopError, ExitCode, InputError
 def _typer_main(argv: list[str]) -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from pipeline.cli import edit, reports, runs  # noqa: F401  (registers the run commands)
+    from pipeline.cli import batch, edit, reports, runs, workers  # noqa: F401  (registers the commands)
     from pipeline.cli.app import app
 
     try:

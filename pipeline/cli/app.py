@@ -34,6 +34,13 @@ BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly af
 CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
 RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="postgresql://... keeps runs in PostgreSQL (default: DESIGNLOOP_STORE, else local files)",
+    ),
+]
 
 
 def _passthrough(name: str) -> None:

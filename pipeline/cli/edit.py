@@ -77,6 +77,7 @@ def edit(
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
     from pipeline.runs.edit_setup import new_edit_id, prepare_edit
+    from pipeline.runs.store import LocalStore
 
     choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
     failing = _choice(fail_on, "--fail-on", ("blocker", "should-fix"))
@@ -107,8 +108,9 @@ def edit(
     target = resolve(directory) or directory
     run_id = new_edit_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
-    with _locked(target.resolve(), run_id, wait):
+    store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
+    with _locked(store, target.resolve(), run_id, wait):
         run = prepare_edit(request, target, options, chooser, run_id)
         if not as_json:
             typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json)
+        _execute(run, False, as_json, store)

@@ -3,34 +3,87 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
-from pipeline.cli.runs import runs_dir_of
+from pipeline.cli.app import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, app
+from pipeline.cli.runs import open_store
+
+if TYPE_CHECKING:
+    from pipeline.runs.store import RunStore
 
 
 @app.command()
 def report(
-    run_id: Annotated[str, typer.Argument(help="the run to report on")],
+    run_id: Annotated[
+        str | None,
+        typer.Argument(help="the run to report on (with --batch: a batch id, the latest by default)"),
+    ] = None,
+    batch: Annotated[bool, typer.Option("--batch", help="report on a batch: one row per directory")] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="where to write report.html and report.md (default: the run)")
     ] = None,
     runs_dir: RunsOpt = None,
+    store: StoreOpt = None,
 ) -> None:
-    """Write a self-contained HTML report of a run (and Markdown beside it) from its records."""
+    """Write a self-contained HTML report of a run (and Markdown beside it) from its records;
+    with --batch, a page with one row per design directory of a batch, linking each run's report."""
+    from pipeline.errors import InputError
+
+    opened = open_store(store, runs_dir)
+    try:
+        if batch:
+            paths = _batch_report(opened, run_id, out)
+        elif run_id is None:
+            raise InputError(
+                "name the run to report on, or pass --batch", hint="designloop runs lists the runs"
+            )
+        else:
+            paths = _run_report(opened.run_dir(run_id), out)
+    finally:
+        opened.close()
+    for path in paths:
+        typer.echo(str(path))
+
+
+def _run_report(run_dir: Path, out: Path | None) -> list[Path]:
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.report import load_report, render_html, render_markdown
-    from pipeline.runs.setup import run_dir_for
 
-    run_dir = run_dir_for(runs_dir_of(runs_dir), run_id)
     data = load_report(run_dir)
     target = (out or run_dir).resolve()
     atomic_write(target / "report.html", render_html(data))
     atomic_write(target / "report.md", render_markdown(data))
-    typer.echo(str(target / "report.html"))
-    typer.echo(str(target / "report.md"))
+    return [target / "report.html", target / "report.md"]
+
+
+def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> list[Path]:
+    import os
+
+    from pipeline.errors import InputError
+    from pipeline.formats.textio import atomic_write
+    from pipeline.runs.batch_report import line_for, render_batch_html, render_batch_markdown
+    from pipeline.runs.store import BATCHES
+
+    data = store.load_batch(batch_id)
+    name = str(data["batch_id"])
+    target = (out or store.runs_dir / BATCHES / name).resolve()
+    lines = []
+    for row in data["directories"]:
+        view, link = None, None
+        if row.get("run_id"):
+            try:
+                run_dir = store.run_dir(row["run_id"])
+                view = store.view(row["run_id"])
+                _run_report(run_dir, None)
+                link = os.path.relpath(run_dir.resolve() / "report.html", target)
+            except InputError:
+                view = None  # a run whose records are gone keeps the batch record's figures
+        lines.append(line_for(row, view, link))
+    atomic_write(target / "report.html", render_batch_html(name, str(data.get("kind", "?")), lines))
+    atomic_write(target / "report.md", render_batch_markdown(name, str(data.get("kind", "?")), lines))
+    return [target / "report.html", target / "report.md"]
 
 
 @app.command()

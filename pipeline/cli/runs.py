@@ -10,12 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.cli.app import (
+    BaseUrlOpt,
+    BudgetOpt,
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    RoleModelOpt,
+    RunsOpt,
+    StoreOpt,
+    app,
+)
 from pipeline.errors import ExitCode
 
 if TYPE_CHECKING:
     from pipeline.runs.records import FailOn
     from pipeline.runs.setup import OpenRun
+    from pipeline.runs.store import RunStore
 
 NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
 FailOnOpt = Annotated[
@@ -61,23 +72,36 @@ def _waiting(directory: Path) -> Any:
     return say
 
 
-def _locked(directory: Path, run_id: str, wait: bool) -> Any:
+def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
+    """The run store the command works against: --store, DESIGNLOOP_STORE, else local files."""
+    from pipeline.runs.store import open_store as open_
+
+    return open_(store, runs_dir_of(runs_dir))
+
+
+def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> Any:
     """Hold the design directory's run lock for the rest of the command (one run at a time)."""
-    from pipeline.runs.lock import holder_for, holding, run_lock
+    from pipeline.runs.lock import holder_for, holding
+    from pipeline.runs.records import portable
+    from pipeline.settings import repo_root
 
-    return holding(run_lock(directory), holder_for(run_id), wait, _waiting(directory))
+    lock = store.lock(directory, portable(directory, repo_root(directory)))
+    return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def _execute(run: OpenRun, resume: bool, as_json: bool) -> None:
+def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore) -> None:
     from pipeline.graph.runner import execute
 
+    shared = store.cache()
+    if shared is not None:
+        run.session.runtime.cache = shared
     if not as_json and sys.stdout.isatty():
         from pipeline.cli.live import LiveView
 
         with LiveView(run.record.kind) as live:
-            result = asyncio.run(execute(run, resume=resume, listener=live))
+            result = asyncio.run(execute(run, resume=resume, listener=live, store=store))
     else:
-        result = asyncio.run(execute(run, resume=resume))
+        result = asyncio.run(execute(run, resume=resume, store=store))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -121,6 +145,7 @@ def _start(
     fail_on: str | None,
     wait: bool,
     as_json: bool,
+    store_url: str | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
@@ -133,11 +158,16 @@ def _start(
     root = resolve(code_root) if code_root else None
     target = resolve(directory) or directory
     plan = plan_run(kind, target, options, not no_warmup, root.resolve() if root else None, failing)
-    with _locked(plan.design.root, plan.run_id, wait):
-        run = start_run(plan)
-        if not as_json:
-            typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json)
+    store = open_store(store_url, runs_dir)
+    try:
+        with _locked(store, plan.design.root, plan.run_id, wait):
+            run = start_run(plan)
+            store.register(run.run_dir)
+            if not as_json:
+                typer.echo(f"run {run.run_id}", err=True)
+            _execute(run, False, as_json, store)
+    finally:
+        store.close()
 
 
 def _register(name: str, kind: str, doc: str) -> None:
@@ -154,6 +184,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         fail_on: FailOnOpt = None,
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
+        store: StoreOpt = None,
     ) -> None:
         _start(
             kind,
@@ -169,6 +200,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             fail_on,
             wait,
             as_json,
+            store,
         )
 
     command.__doc__ = doc
@@ -205,14 +237,19 @@ def resume(
     fail_on: FailOnOpt = None,
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
-    from pipeline.runs.setup import load_run, run_dir_for
+    from pipeline.runs.setup import load_run
 
     failing = _fail_on(fail_on)
-    run = load_run(run_dir_for(runs_dir_of(runs_dir), run_id), budget, max_cost, failing)
-    with _locked(run.design.root, run.run_id, wait):
-        _execute(run, True, as_json)
+    runs = open_store(store, runs_dir)
+    try:
+        run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
+        with _locked(runs, run.design.root, run.run_id, wait):
+            _execute(run, True, as_json, runs)
+    finally:
+        runs.close()
 
 
 def _warn(error: Any) -> None:
@@ -224,22 +261,24 @@ def status(
     run_id: Annotated[str | None, typer.Argument(help="a run id; the latest run by default")] = None,
     runs_dir: RunsOpt = None,
     as_json: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """Show a run, replayed from its event log."""
     from pipeline.errors import InputError
-    from pipeline.runs.preflight import check_existing_runs_dir
-    from pipeline.runs.setup import run_dir_for
-    from pipeline.runs.views import list_runs, read_view
 
-    base = runs_dir_of(runs_dir)
-    if run_id is None:
-        check_existing_runs_dir(base)
-        runs = list_runs(base, _warn)
-        if not runs:
-            raise InputError("no runs yet", file=base, hint="start one with designloop create DIR")
-        view = runs[-1]
-    else:
-        view = read_view(run_dir_for(base, run_id))
+    runs = open_store(store, runs_dir)
+    try:
+        if run_id is None:
+            views = runs.views(_warn)
+            if not views:
+                raise InputError(
+                    "no runs yet", file=runs.url or runs.runs_dir, hint="start one with designloop create DIR"
+                )
+            view = views[-1]
+        else:
+            view = runs.view(run_id)
+    finally:
+        runs.close()
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2))
         return
@@ -271,14 +310,13 @@ def status(
 
 
 @app.command()
-def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False) -> None:
+def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None) -> None:
     """List the runs, replayed from their event logs (a damaged one is skipped with a warning)."""
-    from pipeline.runs.preflight import check_existing_runs_dir
-    from pipeline.runs.views import list_runs
-
-    base = runs_dir_of(runs_dir)
-    check_existing_runs_dir(base)
-    views = list_runs(base, _warn)
+    opened = open_store(store, runs_dir)
+    try:
+        views = opened.views(_warn)
+    finally:
+        opened.close()
     if as_json:
         typer.echo(
             json.dumps(

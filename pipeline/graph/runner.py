@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
-from pipeline.formats.database import sqlite_failure
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
@@ -37,9 +33,9 @@ from pipeline.graph.state import (
 from pipeline.runs.events import read_events
 from pipeline.runs.records import RUN_FORMAT, FailOn, predates
 from pipeline.runs.setup import OpenRun, load_run
+from pipeline.runs.store import LocalStore, RunStore, Saver, sqlite_checkpointer
 from pipeline.settings import CHECKPOINTS
 
-STORE = "checkpoint store"
 LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
 """Events written before the graph's first checkpoint: any other means a checkpoint exists."""
 OUTCOME_EXIT: dict[Verdict, ExitCode] = {
@@ -107,25 +103,9 @@ def edit_json(state: EditState) -> dict[str, Any]:
     }
 
 
-@asynccontextmanager
-async def checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """One SQLite checkpointer per process: one file under the runs directory, WAL, a busy timeout.
-
-    The state is plain JSON (graph.build.node), so the serializer imports no classes on load.
-    """
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    path = runs_dir / CHECKPOINTS
-    try:
-        async with aiosqlite.connect(path, timeout=30) as conn:
-            await conn.execute("PRAGMA busy_timeout = 30000")
-            saver = AsyncSqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
-            await saver.setup()
-            yield saver
-    except sqlite3.Error as exc:
-        named = sqlite_failure(exc, path, STORE)
-        if named is None:
-            raise
-        raise named from None
+def checkpointer(runs_dir: Path) -> AbstractAsyncContextManager[AsyncSqliteSaver]:
+    """The local store's checkpointer: one SQLite file under the runs directory."""
+    return sqlite_checkpointer(runs_dir)
 
 
 def _stale(values: dict[str, Any]) -> bool:
@@ -140,8 +120,8 @@ def _ran(run: OpenRun) -> bool:
     return any(e["type"] not in LAUNCH_EVENTS for e in read_events(run.run_dir))
 
 
-def _no_checkpoint(run: OpenRun) -> InputError:
-    path = run.session.runs_dir / CHECKPOINTS
+def _no_checkpoint(run: OpenRun, store: RunStore) -> InputError:
+    path = store.url or str(run.session.runs_dir / CHECKPOINTS)
     return InputError(
         f"run {run.run_id} has no checkpoint in {path}, though its events show it ran: the "
         "checkpoint store was deleted, emptied or replaced",
@@ -200,15 +180,31 @@ async def execute(
     max_cost: str | None = None,
     listener: Callable[[dict[str, Any]], None] | None = None,
     configure: Callable[[RunDeps], None] | None = None,
+    store: RunStore | None = None,
+    saver: Saver | None = None,
 ) -> RunResult:
-    """Run (or resume) the graph for a run until it finishes, pauses or stops."""
+    """Run (or resume) the graph for a run until it finishes, pauses or stops.
+
+    ``store`` is where the run lives (the local store of its runs directory by default);
+    ``saver`` is a checkpointer already open on it, shared by concurrent runs. A finished
+    run's thread keeps only its latest checkpoint (retention)."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
+    store = store or LocalStore(run.session.runs_dir)
     try:
-        return await _execute(run, resume, listener, configure)
+        if saver is not None:
+            return await _execute(run, resume, listener, configure, store, saver)
+        async with _open(run, resume, store) as opened:
+            return await _execute(run, resume, listener, configure, store, opened)
     finally:
         if run.session.runtime.cache is not None:
             run.session.runtime.cache.close()
+
+
+def _open(run: OpenRun, resume: bool, store: RunStore) -> AbstractAsyncContextManager[Saver]:
+    if resume and not store.has_checkpoints() and _ran(run):
+        raise _no_checkpoint(run, store)  # deleted or emptied: named before the store is opened
+    return store.checkpointer()
 
 
 async def _execute(
@@ -216,9 +212,14 @@ async def _execute(
     resume: bool,
     listener: Callable[[dict[str, Any]], None] | None,
     configure: Callable[[RunDeps], None] | None,
+    store: RunStore,
+    saver: Saver,
 ) -> RunResult:
     session, record = run.session, run.record
     deps = build_deps(session.runtime, run.design, session.limits, session.run, run.run_dir, record.warmup)
+    published = store.publish(run.run_dir)
+    if published is not None:
+        deps.events.subscribe(published)
     if listener is not None:
         deps.events.subscribe(listener)
     if configure is not None:
@@ -227,66 +228,64 @@ async def _execute(
         "configurable": {"thread_id": record.run_id, "deps": deps},
         "recursion_limit": 400,
     }
-    store = session.runs_dir / CHECKPOINTS
-    if resume and (not store.is_file() or store.stat().st_size == 0) and _ran(run):
-        raise _no_checkpoint(run)  # deleted or emptied: named before the store is opened
-    async with checkpointer(session.runs_dir) as saver:
-        graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
-        saved = await saver.aget_tuple(config)
-        # Check the format before LangGraph reads the state into RunState for its next tasks.
-        values = saved.checkpoint["channel_values"] if saved else {}
-        if _stale(values):
-            raise predates(run.run_id, values.get("format", 1))
-        try:
-            snapshot = await graph.aget_state(config)
-        except ValidationError as exc:
-            raise _unreadable(run, exc) from None
-        state = _state(run, dict(snapshot.values or {}))
-        for item in state.usage if state else []:
-            deps.runtime.ledger.add(item.round, item.role, item.usage)
-        graph_input: Any = None
-        if resume and saved is None and _ran(run):
-            raise _no_checkpoint(run)  # a store replaced by another is named, never silently restarted
-        if not resume or state is None:
-            graph_input = _initial(run).model_dump(mode="json")
-        elif snapshot.interrupts:
-            graph_input = Command(resume={"resumed_at": dt.datetime.now(dt.UTC).isoformat()})
-        elif not snapshot.next and not snapshot.tasks:
-            # The graph is at its end. Its outcome counts only once the finish is on record; a
-            # finish cut short is run again from the outcome (every finish step is idempotent).
-            if deps.events.recorded("outcome"):
-                return _result(run, state)
-            await graph.aupdate_state(config, None, as_node="step6_outcome")
-        # Otherwise: continue from the last checkpoint. A task whose writes were saved before
-        # the process died is not run again; its writes are applied and the graph goes on.
-        deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
-        try:
-            await graph.ainvoke(graph_input, config, durability="sync")
-        except BudgetExceeded as exc:
-            spent = deps.runtime.ledger.total()
-            deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
-            state = _state(run, dict((await graph.aget_state(config)).values or {}))
-            return RunResult(
-                record.run_id, record.kind, ExitCode.BUDGET, state, message=exc.render(), spent=spent
-            )
-        except (WiringError, InputError) as exc:
-            deps.events.emit("stopped", message=exc.message)
-            raise
+    graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
+    saved = await saver.aget_tuple(config)
+    # Check the format before LangGraph reads the state into RunState for its next tasks.
+    values = saved.checkpoint["channel_values"] if saved else {}
+    if _stale(values):
+        raise predates(run.run_id, values.get("format", 1))
+    try:
         snapshot = await graph.aget_state(config)
-        state = _state(run, dict(snapshot.values or {}))
-        if snapshot.interrupts:
-            paused = snapshot.interrupts[0].value
-            gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
-            deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
-            return RunResult(
-                record.run_id,
-                record.kind,
-                ExitCode.GATE_PAUSED,
-                state,
-                paused=paused,
-                message=gate.get("message") if gate else str(paused),
-            )
-        return _result(run, state)
+    except ValidationError as exc:
+        raise _unreadable(run, exc) from None
+    state = _state(run, dict(snapshot.values or {}))
+    for item in state.usage if state else []:
+        deps.runtime.ledger.add(item.round, item.role, item.usage)
+    graph_input: Any = None
+    if resume and saved is None and _ran(run):
+        raise _no_checkpoint(run, store)  # a store replaced by another is named, never silently restarted
+    if not resume or state is None:
+        graph_input = _initial(run).model_dump(mode="json")
+    elif snapshot.interrupts:
+        graph_input = Command(resume={"resumed_at": dt.datetime.now(dt.UTC).isoformat()})
+    elif not snapshot.next and not snapshot.tasks:
+        # The graph is at its end. Its outcome counts only once the finish is on record; a
+        # finish cut short is run again from the outcome (every finish step is idempotent).
+        if deps.events.recorded("outcome"):
+            await store.prune(saver, record.run_id)
+            return _result(run, state)
+        await graph.aupdate_state(config, None, as_node="step6_outcome")
+    # Otherwise: continue from the last checkpoint. A task whose writes were saved before
+    # the process died is not run again; its writes are applied and the graph goes on.
+    deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
+    try:
+        await graph.ainvoke(graph_input, config, durability="sync")
+    except BudgetExceeded as exc:
+        spent = deps.runtime.ledger.total()
+        deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
+        state = _state(run, dict((await graph.aget_state(config)).values or {}))
+        return RunResult(
+            record.run_id, record.kind, ExitCode.BUDGET, state, message=exc.render(), spent=spent
+        )
+    except (WiringError, InputError) as exc:
+        deps.events.emit("stopped", message=exc.message)
+        raise
+    snapshot = await graph.aget_state(config)
+    state = _state(run, dict(snapshot.values or {}))
+    if snapshot.interrupts:
+        paused = snapshot.interrupts[0].value
+        gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
+        deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
+        return RunResult(
+            record.run_id,
+            record.kind,
+            ExitCode.GATE_PAUSED,
+            state,
+            paused=paused,
+            message=gate.get("message") if gate else str(paused),
+        )
+    await store.prune(saver, record.run_id)
+    return _result(run, state)
 
 
 def _result(run: OpenRun, state: RunState | EditState | None) -> RunResult:

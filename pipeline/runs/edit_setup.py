@@ -20,7 +20,7 @@ from pipeline.formats.stamp import stamp_line
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.events import EventLog
 from pipeline.runs.preflight import check_design_dir, check_runs_dir
-from pipeline.runs.records import RunOptions, RunRecord, write_record
+from pipeline.runs.records import RunOptions, RunRecord, portable, write_record
 from pipeline.runs.setup import OpenRun, stored_url
 
 BEFORE = "before"
@@ -101,8 +101,8 @@ def prepare_edit(
     record = RunRecord(
         run_id=run_id,
         kind=req.kind,
-        directory=str(design.root),
-        code_root=str(design.code_root),
+        directory=portable(design.root, design.repo_root),
+        code_root=portable(design.code_root, design.repo_root),
         created=dt.datetime.now(dt.UTC).isoformat(),
         warmup=False,
         options=RunOptions(
@@ -111,15 +111,16 @@ def prepare_edit(
             base_url=stored_url(options.base_url),
             budget_tokens=options.budget_tokens,
             max_cost=options.max_cost,
-            runs_dir=str(session.runs_dir),
+            runs_dir=portable(session.runs_dir, design.repo_root),
         ),
         models=session.runtime.model_specs,
         draft=design.rel(primary),
         edit=req,
+        repo_root=str(design.repo_root),
     )
     write_record(partial, record)
     EventLog(partial).emit(
-        "run_start", run_kind=req.kind, directory=str(design.root), models=session.runtime.model_specs
+        "run_start", run_kind=req.kind, directory=record.directory, models=session.runtime.model_specs
     )
     partial.rename(run_dir)
     return OpenRun(record, run_dir, design, session)

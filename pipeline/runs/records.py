@@ -32,6 +32,7 @@ class RunOptions(BaseModel):
     budget_tokens: int | None = None
     max_cost: str | None = None
     runs_dir: str
+    """Relative to the repository root when inside it (portable), else absolute."""
     fail_on: FailOn = "blocker"
     """The least severe finding that makes a finished run exit 1 (SHOULD-FIX REMAINS exits 0 otherwise)."""
 
@@ -43,7 +44,10 @@ class RunRecord(BaseModel):
     run_id: str
     kind: str
     directory: str
+    """The design directory, relative to the repository root (absolute in records written before
+    paths were portable: such a run resumes only where it started)."""
     code_root: str
+    """The code root, relative to the repository root (absolute in older records)."""
     created: str
     warmup: bool = True
     options: RunOptions
@@ -52,6 +56,50 @@ class RunRecord(BaseModel):
     """The document the run writes, relative to the repository root."""
     edit: EditRequest | None = None
     """An interactive kind's change (section, old/new text, content, instruction ...)."""
+    repo_root: str = ""
+    """Where the repository was when the run started: only a last resort when the run is
+    resumed from a runs directory outside the repository (see ``portable``)."""
+    inputs: str | None = None
+    """The fingerprint of the run's inputs when it started (runs.fingerprint)."""
+
+
+def portable(path: Path, repo_root: Path) -> str:
+    """``path`` as records store it: relative to the repository root when inside it."""
+    path = path.resolve()
+    return path.relative_to(repo_root).as_posix() if path.is_relative_to(repo_root) else str(path)
+
+
+def repo_candidates(record: RunRecord, run_dir: Path, repo: Path | None) -> list[Path]:
+    """Where the run's repository may be now, most telling first: the one named by the caller,
+    the one the runs directory sits in (its recorded relative path says how deep), the current
+    directory's, and the one the run started in."""
+    from pipeline.settings import repo_root
+
+    found: list[Path] = [repo] if repo is not None else []
+    stored = Path(record.options.runs_dir)
+    if not stored.is_absolute():
+        base = run_dir.resolve().parent
+        parts = len(stored.parts)
+        if parts <= len(base.parents) and base.parts[-parts:] == stored.parts:
+            found.append(base.parents[parts - 1])
+    found.append(repo_root())
+    if record.repo_root:
+        found.append(Path(record.repo_root))
+    return found
+
+
+def locate(record: RunRecord, run_dir: Path, repo: Path | None = None) -> tuple[Path, Path, Path]:
+    """The repository root, design directory and code root of a recorded run in this checkout:
+    the first candidate repository that holds the design directory."""
+    for root in repo_candidates(record, run_dir, repo):
+        directory = root / record.directory
+        if (directory / "_workflow").is_dir():
+            return root, directory, root / record.code_root
+    raise InputError(
+        f"the design directory {record.directory} of run {record.run_id} is not in this checkout",
+        file=run_dir / RECORD,
+        hint="run the command from a checkout of the repository the run belongs to",
+    )
 
 
 class RunPredatesFormat(InputError):

@@ -16,7 +16,16 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.textio import atomic_write, read_text
 from pipeline.runs.events import EventLog
 from pipeline.runs.preflight import check_design_dir, check_existing_runs_dir, check_runs_dir
-from pipeline.runs.records import RECORD, FailOn, RunOptions, RunRecord, read_record, write_record
+from pipeline.runs.records import (
+    RECORD,
+    FailOn,
+    RunOptions,
+    RunRecord,
+    locate,
+    portable,
+    read_record,
+    write_record,
+)
 
 
 @dataclass(slots=True)
@@ -59,6 +68,8 @@ class RunPlan:
     options: SessionOptions
     warmup: bool
     fail_on: FailOn = "blocker"
+    inputs: str | None = None
+    """The fingerprint of the inputs, when the caller took one (a batch does)."""
 
 
 def plan_run(
@@ -86,8 +97,8 @@ def start_run(plan: RunPlan) -> OpenRun:
     record = RunRecord(
         run_id=plan.run_id,
         kind=plan.kind,
-        directory=str(design.root),
-        code_root=str(design.code_root),
+        directory=portable(design.root, design.repo_root),
+        code_root=portable(design.code_root, design.repo_root),
         created=dt.datetime.now(dt.UTC).isoformat(),
         warmup=plan.warmup,
         options=RunOptions(
@@ -96,11 +107,13 @@ def start_run(plan: RunPlan) -> OpenRun:
             base_url=stored_url(options.base_url),
             budget_tokens=options.budget_tokens,
             max_cost=options.max_cost,
-            runs_dir=str(session.runs_dir),
+            runs_dir=portable(session.runs_dir, design.repo_root),
             fail_on=plan.fail_on,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(plan.target),
+        repo_root=str(design.repo_root),
+        inputs=plan.inputs,
     )
     run_dir = session.runs_dir / plan.run_id
     partial = session.runs_dir / f".{plan.run_id}.partial"
@@ -109,7 +122,7 @@ def start_run(plan: RunPlan) -> OpenRun:
         atomic_write(partial / "before.md", read_text(plan.target, what="design").text)
     write_record(partial, record)
     EventLog(partial).emit(
-        "run_start", run_kind=plan.kind, directory=str(design.root), models=session.runtime.model_specs
+        "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
     )
     partial.rename(run_dir)
     return OpenRun(record, run_dir, design, session)
@@ -132,9 +145,12 @@ def load_run(
     budget_tokens: int | None = None,
     max_cost: str | None = None,
     fail_on: FailOn | None = None,
+    repo: Path | None = None,
 ) -> OpenRun:
     """Open a recorded run to resume it, checked like a new one; a new budget (or --fail-on)
-    replaces the recorded one."""
+    replaces the recorded one. The run's paths are found in this checkout (records.locate), so
+    a run resumes from a copy of the repository at another path; its runs directory is the
+    one it was found in."""
     record = read_record(run_dir)
     if fail_on is not None:
         record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
@@ -145,9 +161,10 @@ def load_run(
         opts.base_url,
         budget_tokens if budget_tokens is not None else opts.budget_tokens,
         max_cost if max_cost is not None else opts.max_cost,
-        Path(opts.runs_dir),
+        run_dir.resolve().parent,
     )
-    design = open_design_dir(Path(record.directory), Path(record.code_root))
+    _, directory, code_root = locate(record, run_dir, repo)
+    design = open_design_dir(directory, code_root)
     session = open_session(design.repo_root, options)
     check_models(session.runtime)
     check_design_dir(design, record.kind)

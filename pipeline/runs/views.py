@@ -9,7 +9,8 @@ from typing import Any
 
 from pipeline.errors import InputError
 from pipeline.runs.events import EVENTS, damaged_line, numbered_events
-from pipeline.runs.lock import run_lock
+from pipeline.runs.lock import Holder, run_lock
+from pipeline.runs.records import locate, read_record
 
 
 @dataclass(slots=True)
@@ -43,6 +44,8 @@ class RunView:
     cost: float = 0.0
     cache_hits: int = 0
     message: str | None = None
+    outputs: str | None = None
+    """The digest of what a passing batch run left on disk (runs.fingerprint)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +80,8 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
         view.started = view.started or event.get("time", "")
         view.state = "running"
+    elif kind in ("start", "resume") and view.outcome is None:
+        view.state, view.message = "running", None  # a paused or stopped run going on again
     elif kind == "round":
         view.round = int(event.get("round", view.round))
     elif kind == "spawn":
@@ -109,6 +114,31 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.review_log_entry = event.get("entry")
     elif kind == "outcome":
         view.outcome, view.state = event.get("outcome"), "finished"
+    elif kind == "outputs":
+        view.outputs = event.get("digest")
+
+
+def settle(view: RunView, holder: Holder | None) -> RunView:
+    """A run its events show as running but whose directory's lock no process of it holds
+    is ``interrupted``."""
+    if view.state == "running" and (holder is None or holder.run_id != view.run_id):
+        view.state = "interrupted"
+        view.message = (
+            f"no process is running it; designloop resume {view.run_id} continues it "
+            "from its last completed step"
+        )
+    return view
+
+
+def _local_holder(run_dir: Path, view: RunView) -> Holder | None:
+    """The holder of the run's design directory lock in this checkout."""
+    try:
+        _, directory, _ = locate(read_record(run_dir), run_dir)
+    except InputError:
+        if view.directory == "?" or not Path(view.directory).is_absolute():
+            return None
+        directory = Path(view.directory)
+    return run_lock(directory).holder()
 
 
 def read_view(run_dir: Path) -> RunView:
@@ -119,15 +149,7 @@ def read_view(run_dir: Path) -> RunView:
             apply(view, event)
         except (KeyError, TypeError, ValueError) as exc:
             raise damaged_line(run_dir / EVENTS, line, f"{event.get('type')} event: {exc!r}") from None
-    if view.state == "running":
-        holder = run_lock(Path(view.directory)).holder() if view.directory != "?" else None
-        if holder is None or holder.run_id != view.run_id:
-            view.state = "interrupted"
-            view.message = (
-                f"no process is running it; designloop resume {view.run_id} continues it "
-                "from its last completed step"
-            )
-    return view
+    return settle(view, _local_holder(run_dir, view) if view.state == "running" else None)
 
 
 def list_runs(runs_dir: Path, warn: Callable[[InputError], None] | None = None) -> list[RunView]:

@@ -1,0 +1,217 @@
+"""designloop batch create|final DIR_OR_GLOB...: one run per design directory, many at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pipeline.cli.app import (
+    BaseUrlOpt,
+    BudgetOpt,
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    RoleModelOpt,
+    RunsOpt,
+    StoreOpt,
+    app,
+)
+from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
+
+if TYPE_CHECKING:
+    from pipeline.graph.batch import Batch, Row
+
+batch_app = typer.Typer(
+    name="batch",
+    help="Run create or final over many design directories in one process (docs/scale.md).",
+    no_args_is_help=True,
+)
+app.add_typer(batch_app)
+
+DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="how many runs at once")]
+BatchBudgetOpt = Annotated[
+    int | None,
+    typer.Option("--batch-budget", help="stop every run cleanly once the batch spent this many tokens"),
+]
+BatchCostOpt = Annotated[
+    str | None,
+    typer.Option("--batch-max-cost", help="stop every run cleanly once the batch spent this many USD"),
+]
+SarifOpt = Annotated[
+    Path | None, typer.Option("--sarif", help="also write the batch's findings as SARIF 2.1.0 to this file")
+]
+COLUMNS = ("directory", "action", "run", "round", "spawns", "outcome", "tokens", "cost (USD)", "exit")
+
+
+def _cells(row: Row) -> list[str]:
+    return [
+        row.directory,
+        row.action,
+        row.run_id or "-",
+        str(row.round or "-"),
+        str(row.spawns),
+        row.outcome or "-",
+        str(row.tokens),
+        f"{row.cost:.4f}",
+        "-" if row.exit_code is None else str(row.exit_code),
+    ]
+
+
+def _table(batch: Batch) -> Any:
+    from rich.table import Table
+
+    table = Table(*COLUMNS, title=f"batch {batch.batch_id}")
+    for row in batch.rows:
+        table.add_row(*_cells(row))
+    return table
+
+
+def _present(batch: Batch) -> None:
+    from rich.console import Console
+
+    console = Console()
+    console.print(_table(batch))
+    for row in batch.rows:
+        if row.message and (row.action in ("bad", "busy") or (row.exit_code or 0) >= 2):
+            console.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
+    totals = batch.totals()
+    outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
+    console.print(
+        f"{totals['directories']} directories: {outcomes}; {totals['spawns']} spawns, "
+        f"{totals['tokens']} tokens, ${totals['cost_usd']}, {totals['cache_hits']} cached calls; "
+        f"exit {totals['exit_code']}",
+        markup=False,
+        highlight=False,
+    )
+
+
+def _run_batch(
+    kind: str,
+    directories: list[str],
+    jobs: int,
+    model: str | None,
+    role_model: list[str] | None,
+    base_url: str | None,
+    budget: int | None,
+    max_cost: str | None,
+    batch_budget: int | None,
+    batch_max_cost: str | None,
+    runs_dir: Path | None,
+    store_url: str | None,
+    no_warmup: bool,
+    fail_on: str | None,
+    wait: bool,
+    as_json: bool,
+    sarif: Path | None = None,
+) -> None:
+    from pipeline.agents.session import SessionOptions, check_budget, parse_cost
+    from pipeline.errors import InputError
+    from pipeline.formats.design_dir import expand_directories
+    from pipeline.graph.batch import BatchOptions, BatchRunner
+    from pipeline.runs.store import open_store
+
+    if jobs < 1:
+        raise InputError(f"--jobs {jobs} is not a positive number", hint="e.g. --jobs 8")
+    check_budget(batch_budget)
+    cost = parse_cost(batch_max_cost)
+    failing = _fail_on(fail_on) or "blocker"
+    dirs = expand_directories(directories, Path.cwd())
+    runs = runs_dir_of(runs_dir)
+    store = open_store(store_url, runs)
+    session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
+    options = BatchOptions(kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost)
+    live = not as_json and sys.stdout.isatty()
+    try:
+        runner = BatchRunner(options, store)
+        batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
+    finally:
+        store.close()
+    if sarif is not None:
+        from pipeline.cli.batch_sarif import batch_sarif
+        from pipeline.formats.textio import atomic_write
+
+        atomic_write(sarif, batch_sarif(batch))
+    if as_json:
+        typer.echo(json.dumps(batch.to_json(), indent=2))
+    else:
+        _present(batch)
+    raise typer.Exit(int(batch.exit_code))
+
+
+def _with_live(runner: Any, dirs: list[Path]) -> Batch:
+    from rich.live import Live
+
+    with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:
+
+        def redraw(row: Row, event: dict[str, Any] | None) -> None:
+            live.update(_table(runner.batch))
+
+        runner.progress = redraw
+        batch: Batch = asyncio.run(runner.run(dirs))
+    return batch
+
+
+def _register(name: str, kind: str, doc: str) -> None:
+    def command(
+        directories: DirsArg,
+        jobs: JobsOpt = 4,
+        model: ModelOpt = None,
+        role_model: RoleModelOpt = None,
+        base_url: BaseUrlOpt = None,
+        budget: BudgetOpt = None,
+        max_cost: CostOpt = None,
+        batch_budget: BatchBudgetOpt = None,
+        batch_max_cost: BatchCostOpt = None,
+        runs_dir: RunsOpt = None,
+        store: StoreOpt = None,
+        no_warmup: NoWarmupOpt = False,
+        fail_on: FailOnOpt = None,
+        wait: WaitOpt = False,
+        as_json: JsonOpt = False,
+        sarif: SarifOpt = None,
+    ) -> None:
+        _run_batch(
+            kind,
+            directories,
+            jobs,
+            model,
+            role_model,
+            base_url,
+            budget,
+            max_cost,
+            batch_budget,
+            batch_max_cost,
+            runs_dir,
+            store,
+            no_warmup,
+            fail_on,
+            wait,
+            as_json,
+            sarif,
+        )
+
+    command.__doc__ = doc
+    batch_app.command(name=name)(command)
+
+
+EXITS = """
+    Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
+    (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
+    0 every directory PASS (or SHOULD-FIX REMAINS, a warning) or skipped as unchanged.
+    """
+_register(
+    "create",
+    "phase1-creation",
+    "phase1-creation on every design directory named (paths or globs), --jobs at a time.\n" + EXITS,
+)
+_register(
+    "final",
+    "phase4-creation",
+    "phase4-creation on every design directory named (paths or globs), --jobs at a time.\n" + EXITS,
+)

@@ -1,0 +1,57 @@
+"""A batch as SARIF 2.1.0 for code-scanning pages (docs/ci.md).
+
+Every finding that remains in a directory's run is one result, located at its file, line and
+quote, at the level of its severity (blocker: error, should-fix: warning, suggestion: note).
+A directory that did not end PASS for another reason is one result of its own on the
+document it writes: ``designloop-bad-input`` and ``designloop-inconclusive`` (error),
+``designloop-budget`` and ``designloop-paused`` (warning), ``designloop-decision-needed``
+(error, on top of the decision-shaped findings). A directory skipped as unchanged adds nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.cli.render import to_sarif
+from pipeline.formats.findings import Finding, Severity
+
+STATES: dict[str, tuple[str, Severity, str]] = {
+    "bad": (
+        "designloop-bad-input",
+        "blocker",
+        "fix the input named in the message, then run the batch again",
+    ),
+    "busy": ("designloop-bad-input", "blocker", "another run held the directory; run the batch again"),
+    "INCONCLUSIVE": (
+        "designloop-inconclusive",
+        "blocker",
+        "a required review never happened; resume the run",
+    ),
+    "STOPPED": ("designloop-budget", "should-fix", "resume with a larger budget"),
+    "PAUSED": ("designloop-paused", "should-fix", "resolve the research log's adversarial gate, then resume"),
+    "DECISION NEEDED": ("designloop-decision-needed", "blocker", "take the decision back to phase 0"),
+}
+
+
+def batch_findings(batch: Any) -> list[Finding]:
+    out: list[Finding] = []
+    for row in batch.rows:
+        target = (
+            f"{row.directory}/_workflow/design.md"
+            if batch.kind == "phase1-creation"
+            else (f"{row.directory}/design-final.md")
+        )
+        out += [f if f.file else f.model_copy(update={"file": target}) for f in row.findings]
+        state = STATES.get(row.action) or STATES.get(row.outcome or "")
+        if state is not None:
+            rule, severity, fix = state
+            message = (row.message or row.outcome or row.action).splitlines()[0]
+            text = f"{row.directory}: {message}"
+            out.append(Finding(severity=severity, rule=rule, message=text, suggested_fix=fix, file=target))
+    return out
+
+
+def batch_sarif(batch: Any) -> str:
+    from pipeline.checks.table import rule_table
+
+    return to_sarif(batch_findings(batch), rule_table())

@@ -1,0 +1,94 @@
+"""A batch's report: one row per design directory (what was done, how its run ended, what it
+spent) with a link to that run's own report, as a self-contained HTML page and Markdown.
+
+The rows come from the batch's record (runs/batches/<batch-id>.json, or the store's
+``batches`` table); each run's outcome is read afresh from the store, so the report of an
+enqueued batch shows how its runs ended on the workers.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pipeline.runs.report import STYLE
+
+HEAD = ["directory", "action", "outcome", "rounds", "spawns", "tokens", "cost (USD)", "report"]
+
+
+@dataclass(slots=True)
+class BatchLine:
+    directory: str
+    action: str
+    run_id: str | None
+    outcome: str
+    rounds: int
+    spawns: int
+    tokens: int
+    cost: Decimal
+    link: str | None
+    """The run's report, relative to the batch's report."""
+
+    def cells(self) -> list[str]:
+        return [
+            self.directory,
+            self.action,
+            self.outcome,
+            str(self.rounds),
+            str(self.spawns),
+            str(self.tokens),
+            f"{self.cost:.4f}",
+        ]
+
+
+def line_for(row: dict[str, Any], view: Any | None, link: str | None) -> BatchLine:
+    """A directory's row: the record's figures, the outcome as the run's events now tell it."""
+    outcome = row.get("outcome") or row.get("action") or "-"
+    if view is not None:
+        outcome = view.outcome or view.state
+    return BatchLine(
+        str(row.get("directory", "?")),
+        str(row.get("action", "?")),
+        row.get("run_id"),
+        str(outcome),
+        int(view.round if view is not None else row.get("rounds") or 0),
+        len(view.spawns) if view is not None else int(row.get("spawns") or 0),
+        int(view.tokens if view is not None else row.get("tokens") or 0),
+        Decimal(str(view.cost if view is not None else row.get("cost_usd") or 0)),
+        link,
+    )
+
+
+def render_batch_markdown(batch_id: str, kind: str, lines: list[BatchLine]) -> str:
+    rows = [
+        "| " + " | ".join([*line.cells(), f"[{line.run_id}]({line.link})" if line.link else "-"]) + " |"
+        for line in lines
+    ]
+    return (
+        f"# Batch {batch_id}\n\n{kind}, {len(lines)} directories.\n\n| "
+        + " | ".join(HEAD)
+        + " |\n|"
+        + "---|" * len(HEAD)
+        + "\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
+def render_batch_html(batch_id: str, kind: str, lines: list[BatchLine]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD)
+    body = ""
+    for line in lines:
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in line.cells())
+        link = (
+            f'<a href="{html.escape(line.link)}">{html.escape(line.run_id or "")}</a>' if line.link else "-"
+        )
+        body += f"<tr>{cells}<td>{link}</td></tr>"
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Batch {html.escape(batch_id)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>Batch {html.escape(batch_id)}</h1>"
+        f"<p>{html.escape(kind)}, {len(lines)} directories.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>\n"
+    )

@@ -1,0 +1,257 @@
+"""Where runs live: the run store. The local one (the default) keeps run records and events as
+files under the runs directory, checkpoints in one SQLite file and the model-call cache in a
+diskcache beside them; ``pipeline.runs.pg_store`` keeps them in PostgreSQL so that every
+worker on every machine sees every run (docs/scale.md).
+
+Either way a run being worked on has a local run directory (run.json, events.jsonl, the
+before-snapshots and summary.md) that the nodes read and write; a shared store mirrors it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from pipeline.agents.cache import RequestCache
+from pipeline.errors import InputError
+from pipeline.formats.database import sqlite_failure
+from pipeline.formats.textio import atomic_write
+from pipeline.runs.address import redact, store_url
+from pipeline.runs.events import EVENTS
+from pipeline.runs.lock import RunLock, run_lock
+from pipeline.runs.preflight import check_existing_runs_dir
+from pipeline.runs.records import RECORD, RunRecord
+from pipeline.runs.views import RunView, list_runs, read_view
+from pipeline.settings import CHECKPOINTS
+
+CHECKPOINT_STORE = "checkpoint store"
+BATCHES = "batches"
+Saver = BaseCheckpointSaver[Any]
+
+
+class RunStore(Protocol):
+    """What a run store gives the commands: checkpoints, locks, the cache and the run records."""
+
+    runs_dir: Path
+    """The local runs directory: the run directories being worked on here."""
+    url: str | None
+    """The shared store's address (without credentials), None for the local store."""
+
+    def checkpointer(self) -> AbstractAsyncContextManager[Saver]:
+        """A checkpointer for this process's runs (one is shared by concurrent runs)."""
+
+    async def prune(self, saver: Saver, run_id: str) -> None:
+        """Keep only the latest checkpoint of a finished run's thread (retention)."""
+
+    def has_checkpoints(self) -> bool:
+        """Whether the checkpoint store exists and holds data (a deleted one is named, not restarted)."""
+
+    def lock(self, directory: Path, rel: str) -> RunLock:
+        """The lock of a design directory (``rel``: its path relative to the repository root)."""
+
+    def cache(self) -> RequestCache | None:
+        """The model-call cache shared by every run, or None for each session's own local one."""
+
+    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+        """A listener that copies a run's events (and its files at the finish) into the store."""
+
+    def register(self, run_dir: Path) -> None:
+        """Copy a newly started run's directory into the store."""
+
+    def run_dir(self, run_id: str) -> Path:
+        """The local run directory of a run, fetched from the store when it lives elsewhere."""
+
+    def views(self, warn: Callable[[InputError], None] | None = None) -> list[RunView]:
+        """Every run, replayed from its events, oldest first."""
+
+    def view(self, run_id: str) -> RunView:
+        """One run, replayed from its events."""
+
+    def records(self) -> list[tuple[RunRecord, RunView]]:
+        """Every readable run's record and view (a damaged one is left out)."""
+
+    def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
+        """Keep a batch's record (its directories and their runs) for ``report --batch``."""
+
+    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+        """A batch's record; the latest batch when no id is given."""
+
+    def close(self) -> None:
+        """Let go of connections and files."""
+
+
+@asynccontextmanager
+async def sqlite_checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
+    """One SQLite checkpointer: one file under the runs directory, WAL, a busy timeout.
+
+    The state is plain JSON (graph.build.node), so the serializer imports no classes on load.
+    """
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path = runs_dir / CHECKPOINTS
+    try:
+        async with aiosqlite.connect(path, timeout=30) as conn:
+            await conn.execute("PRAGMA busy_timeout = 30000")
+            saver = AsyncSqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+            await saver.setup()
+            yield saver
+    except sqlite3.Error as exc:
+        named = sqlite_failure(exc, path, CHECKPOINT_STORE)
+        if named is None:
+            raise
+        raise named from None
+
+
+KEEP_LATEST_SQL = (
+    # The newest checkpoint of each namespace stays; ids are time-ordered (uuid6), as the saver's
+    # own "latest" query assumes (ORDER BY checkpoint_id DESC).
+    """DELETE FROM writes WHERE thread_id = :t AND checkpoint_id NOT IN (
+         SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = :t GROUP BY checkpoint_ns)""",
+    """DELETE FROM checkpoints WHERE thread_id = :t AND checkpoint_id NOT IN (
+         SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = :t GROUP BY checkpoint_ns)""",
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = :t",
+)
+
+
+async def prune_sqlite(saver: AsyncSqliteSaver, run_id: str) -> None:
+    """``keep_latest`` for the SQLite saver, which has no prune of its own: delete every
+    checkpoint of the thread but the newest per namespace, and the writes of the deleted ones,
+    in one transaction under the saver's lock. The SQLite saver stores whole channel values in
+    each checkpoint (no blob table), so the newest checkpoint alone restores the state."""
+    async with saver.lock:
+        conn = saver.conn
+        try:
+            for sql in KEEP_LATEST_SQL:
+                await conn.execute(sql, {"t": run_id})
+            await conn.commit()
+        except BaseException:
+            await conn.rollback()
+            raise
+
+
+class LocalStore:
+    """Run directories, an SQLite checkpoint file and a diskcache under one runs directory."""
+
+    url: str | None = None
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = runs_dir
+
+    def checkpointer(self) -> AbstractAsyncContextManager[Saver]:
+        return sqlite_checkpointer(self.runs_dir)
+
+    async def prune(self, saver: Saver, run_id: str) -> None:
+        assert isinstance(saver, AsyncSqliteSaver)
+        await prune_sqlite(saver, run_id)
+
+    def has_checkpoints(self) -> bool:
+        path = self.runs_dir / CHECKPOINTS
+        return path.is_file() and path.stat().st_size > 0
+
+    def lock(self, directory: Path, rel: str) -> RunLock:
+        return run_lock(directory)
+
+    def cache(self) -> RequestCache | None:
+        return None
+
+    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+        return None
+
+    def register(self, run_dir: Path) -> None:
+        return None
+
+    def run_dir(self, run_id: str) -> Path:
+        check_existing_runs_dir(self.runs_dir)
+        if not run_id or run_id.startswith(".") or "/" in run_id or "\\" in run_id:
+            raise InputError(f"{run_id!r} is not a run id", hint="designloop runs lists the runs")
+        path = self.runs_dir / run_id
+        if not (path / RECORD).is_file():
+            raise InputError(
+                f"no run named {run_id!r}", file=self.runs_dir, hint="designloop runs lists the runs"
+            )
+        return path
+
+    def views(self, warn: Callable[[InputError], None] | None = None) -> list[RunView]:
+        check_existing_runs_dir(self.runs_dir)
+        return list_runs(self.runs_dir, warn)
+
+    def view(self, run_id: str) -> RunView:
+        return read_view(self.run_dir(run_id))
+
+    def records(self) -> list[tuple[RunRecord, RunView]]:
+        from pipeline.runs.records import read_record
+
+        out: list[tuple[RunRecord, RunView]] = []
+        if not self.runs_dir.is_dir():
+            return out
+        for child in sorted(self.runs_dir.iterdir()):
+            if (child / EVENTS).is_file() and (child / RECORD).is_file():
+                try:
+                    out.append((read_record(child), read_view(child)))
+                except InputError:
+                    continue
+        return out
+
+    def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
+        atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
+
+    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+        folder = self.runs_dir / BATCHES
+        if batch_id is None:
+            found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+            if not found:
+                raise InputError(
+                    "no batch yet",
+                    file=folder,
+                    hint="run one with designloop batch create|final DIR_OR_GLOB...",
+                )
+            path = found[-1]
+        else:
+            if not batch_id or "/" in batch_id or batch_id.startswith("."):
+                raise InputError(f"{batch_id!r} is not a batch id", hint="see runs/batches/")
+            path = folder / f"{batch_id}.json"
+        return load_batch_file(path)
+
+    def close(self) -> None:
+        return None
+
+
+def load_batch_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            "no such batch", file=path, hint="the batch ids are the names under runs/batches/"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("directories"), list):
+        raise InputError("the batch record is damaged", file=path, hint="run the batch again")
+    return data
+
+
+def open_store(url: str | None, runs_dir: Path) -> RunStore:
+    """The local store, or the PostgreSQL one for a ``postgresql://`` address."""
+    url = store_url(url)
+    if url is None:
+        return LocalStore(runs_dir)
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise InputError(
+            f"--store {redact(url)!r} is not a postgresql:// address",
+            hint="pass --store postgresql://USER@HOST:PORT/DB (or set DESIGNLOOP_STORE); "
+            "leave it unset for the local store",
+        )
+    from pipeline.runs.pg_store import PgStore
+
+    store: RunStore = PgStore(url, runs_dir)
+    return store

@@ -1,0 +1,81 @@
+"""Two worker processes on a real PostgreSQL store, one killed with SIGKILL mid-run (on
+evidence: its run's request is held by the provider): the other takes the run over and
+resumes it from its last checkpoint; every directory ends with exactly one review-log entry,
+no answered request is paid again, no job is lost and none is left on the queue."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from batchkit import batch_repo
+from faultkit import repaid
+from graphkit import long_design
+from workerkit import HoldingServer, finished, holder_pid, query, wait_until, worker
+
+from pipeline.formats.review_log import parse_entries
+
+DOC = long_design(sections=8) + "\n"
+
+
+def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a", "b", "c"])
+    with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
+        model = ["--model", "openai:scripted", "--base-url", server.base_url]
+        queued = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
+             *model, "--no-warmup", "--json"],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert queued.returncode == 0, queued.stderr
+        runs = {Path(d["directory"]).name: d["run_id"] for d in json.loads(queued.stdout)["directories"]}
+        assert len(set(runs.values())) == 3
+        # The same directories again while queued: nothing is queued twice.
+        again = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
+             *model, "--no-warmup", "--json"],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert {d["run_id"] for d in json.loads(again.stdout)["directories"]} == set(runs.values())
+        assert query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 3
+
+        server.epoch = 1
+        workers = [worker(pg_url, repo, "--jobs", "2"), worker(pg_url, repo, "--jobs", "2")]
+        try:
+            assert server.held.wait(timeout=240)  # run a is mid-run: its comprehension review is held
+            pid = wait_until(lambda: holder_pid(pg_url, "docs/adr/a"))
+            killed = next(w for w in workers if w.pid == pid)
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=60)
+            server.epoch = 2
+            server.release.set()
+            wait_until(lambda: finished(pg_url) >= set(runs.values()))
+            wait_until(lambda: query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 0)
+            survivor = next(w for w in workers if w.pid != pid)
+            survivor.send_signal(signal.SIGTERM)
+            assert survivor.wait(timeout=120) == 0  # SIGTERM: a graceful stop
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.send_signal(signal.SIGTERM)
+                    try:
+                        w.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        w.kill()
+        assert repaid(server.log) == 0  # every answered request of the killed worker came from the cache
+
+    for name, run_id in runs.items():
+        entries = parse_entries(repo / "docs" / "adr" / name / "_workflow" / "design-mutations.md")
+        assert [e.run_id for e in entries] == [run_id]
+    events = [
+        r[0] for r in query(pg_url, "SELECT event FROM events WHERE run_id = %s ORDER BY id", runs["a"])
+    ]
+    authors = [e for e in events if e["type"] == "spawn" and e["role"] == "design-author"]
+    assert len(authors) == 1 and authors[0]["pid"] == pid  # the killed worker's finished spawn stands
+    resumed = [e for e in events if e["type"] == "resume" and e["pid"] != pid]
+    assert resumed, "another worker resumed the run"
+    outcome = [e for e in events if e["type"] == "outcome"]
+    assert len(outcome) == 1 and outcome[0]["outcome"] == "PASS" and outcome[0]["pid"] != pid

@@ -1,0 +1,80 @@
+"""Workers on a real PostgreSQL store: a loopback provider that can hold one run's request
+until released (the run is then mid-run, and the worker running it can be killed on that
+evidence), worker processes, and the store's view of which runs ended."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from faultkit import ScriptedServer
+
+
+class HoldingServer(ScriptedServer):
+    """Plays every role; the first request of ``role`` whose params name ``directory`` is held
+    (``held`` is set) until ``release`` is set, and then never answered."""
+
+    def __init__(self, document: str, role: str, directory: str) -> None:
+        super().__init__(document)
+        self.role, self.directory = role, directory
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        last = body["messages"][-1]
+        content = last.get("content") or ""
+        if (
+            not self.held.is_set()
+            and last["role"] != "user"
+            and isinstance(content, str)
+            and content.lstrip().startswith("{")
+            and json.loads(content).get("role") == self.role
+            and self.directory in content
+        ):
+            self.held.set()
+            self.release.wait(timeout=600)
+            raise ConnectionAbortedError("the held request is never answered")
+        return super().reply(body)
+
+
+def worker(url: str, repo: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "worker", "--store", url, *extra],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OPENAI_API_KEY": "test-key"},
+    )
+
+
+def query(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, options="-c search_path=designloop") as conn:
+        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+
+def holder_pid(url: str, directory: str) -> int | None:
+    rows = query(url, "SELECT holder FROM holders WHERE key = %s", f"designloop:dir:{directory}")
+    return int(rows[0][0]["pid"]) if rows else None
+
+
+def finished(url: str) -> set[str]:
+    rows = query(url, "SELECT DISTINCT run_id FROM events WHERE event->>'type' = 'outcome'")
+    return {r[0] for r in rows}
+
+
+def wait_until(check: Any, limit: float = 240.0) -> Any:
+    """Poll the store for evidence (bounded: a run that never comes is a failure, not a hang)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError("the evidence never came")
