@@ -138,12 +138,24 @@ class RunSettings:
     bash_timeout: float = 10.0
 
 
+RENAMED = {"warmup_delay": "warmup_cap"}
+"""Earlier names of [run] settings, still read: the fixed warm-up delay became its cap."""
+
+
 def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
     raw = data.get("run", {})
     if not isinstance(raw, dict):
         raise InputError("[run] must be a table", file=source, hint="write the settings under a [run] table")
     values: dict[str, float] = {}
-    for key, value in raw.items():
+    for given, value in raw.items():
+        key = RENAMED.get(given, given)
+        if key in values:
+            earlier = ", ".join(k for k, v in RENAMED.items() if v == key)
+            raise InputError(
+                f"[run] sets {key} twice ({earlier} is its earlier name)",
+                file=source,
+                hint=f"keep only {key}",
+            )
         if key not in RunSettings.__dataclass_fields__:
             raise InputError(
                 f"unknown setting [run] {key}",

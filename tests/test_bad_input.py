@@ -173,6 +173,9 @@ CASES: dict[str, Case] = {
     ),
     # review
     "review: unknown role": lambda w: ["review", "nobody", w.dir],
+    "review: another run holds the directory": lambda w: (
+        _held(w) or ["review", "readability-auditor", w.dir, *w.rd()]
+    ),
     "review: missing directory": lambda w: ["review", "readability-auditor", str(w.tmp / "nope")],
     "review: slice past the end": lambda w: ["review", "readability-auditor", w.dir, "--slice", "900-950"],
     "review: slice not START-END": lambda w: ["review", "readability-auditor", w.dir, "--slice", "abc"],
@@ -243,6 +246,10 @@ CASES: dict[str, Case] = {
     ),
     "create: unknown repository setting": lambda w: (
         _write(w.d.repo_root / "designloop.toml", b"[run]\nspeed = 1\n") and ["create", w.dir]
+    ),
+    "create: a setting under both its names": lambda w: (
+        _write(w.d.repo_root / "designloop.toml", b"[run]\nwarmup_delay = 5\nwarmup_cap = 5\n")
+        and ["create", w.dir]
     ),
     "create: another run holds the directory": lambda w: _held(w) or ["create", w.dir, *w.rd()],
     # final

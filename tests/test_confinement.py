@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from agentkit import make_repo, runtime
+from conftest import run_cli
 from graphkit import go, start
 
 from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for
@@ -146,6 +147,27 @@ def test_a_draft_that_absorbs_a_log_of_decisions_stays_readable(tmp_path: Path) 
     assert refused(ctx, "notes.md")
     d.design.write_text(log.replace("# Research log: many parts", "# Many parts"))
     assert refused(context(d, "comprehension-review", runs), str(d.design.relative_to(d.repo_root)))
+
+
+def test_the_cold_editor_edits_a_design_that_absorbs_a_log_of_decisions(tmp_path: Path) -> None:
+    """The inline editor never reads the log, but the design it edits is its own to read."""
+    d = make_repo(tmp_path)
+    d.research_log.write_text(_decision_log(40))
+    d.design.unlink()
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    assert run_cli(["create", str(d.root), *runs, "--json"]).code == 0
+    edit = [
+        "edit",
+        str(d.root),
+        "--kind",
+        "content-edit",
+        "--section",
+        "Keep the cache of part 1 beside its store",
+    ]
+    edit += ["--instruction", "replace 'next to' with 'beside'", *runs, "--json"]
+    result = run_cli(edit)
+    assert result.code == 0, result.out + result.err
+    assert "refused" not in result.out
 
 
 @pytest.mark.parametrize("role", ["readability-auditor", "design-author", "absorption-check"])

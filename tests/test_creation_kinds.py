@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,20 @@ def test_review_leaves_the_design_directory_untouched_unless_asked(tmp_path: Pat
     assert not d.reviews.exists()
     kept = run_cli(["review", "absorption-check", str(d.root), *runs, "--keep-params"])
     assert kept.code in (0, 1) and list(d.reviews.rglob("*absorption-check.json"))
+
+
+def test_a_kept_phase4_review_never_overwrites_a_run_s_review_file(tmp_path: Path) -> None:
+    """A one-off review keeps its params and the review file written on the comprehension
+    reviewer's behalf in its own scratch directory, beside a final run's, never over it."""
+    d = make_repo(tmp_path)
+    shutil.copy(d.design, d.final)
+    d.reviews.mkdir(parents=True, exist_ok=True)
+    runs_file = d.reviews / "r1-comprehension-review.md"
+    runs_file.write_text("Verdict: PASS\n\nthe final run's review\n")
+    args = ["review", "comprehension-review", str(d.root), "--draft", str(d.final), "--keep-params"]
+    assert run_cli([*args, "--runs-dir", str(tmp_path / "runs")]).code in (0, 1)
+    assert runs_file.read_text() == "Verdict: PASS\n\nthe final run's review\n"
+    assert (d.reviews / "review" / "r1-comprehension-review.md").read_text().startswith("Verdict:")
 
 
 def test_every_hint_and_doc_points_at_the_formats_page_in_the_repository() -> None:

@@ -298,3 +298,14 @@ def test_later_rounds_fix_each_finding_in_its_own_file(tmp_path: Path) -> None:
     assert "(per D6)" not in d.design.read_text()
     assert companion.read_text().split("\n")[4] == "The script runs once."
     assert run_checks(CheckRequest(design_path=d.design)) == []
+
+
+def test_author_leaves_defined_acronyms_alone_and_codes_the_rest() -> None:
+    """A definition counts wherever it sits, nested in another's parentheses too; an
+    all-capitals word defined nowhere goes into a code span."""
+    from pipeline.offline.author import code_unknown_caps
+
+    text = "An SLO (the target for an SLI (service level indicator)) holds.\nThe SLI and MAX_RETRY move.\n"
+    assert code_unknown_caps(text, frozenset()) == (
+        "An SLO (the target for an SLI (service level indicator)) holds.\nThe SLI and `MAX_RETRY` move.\n"
+    )

@@ -133,3 +133,10 @@ def test_keys_are_redacted() -> None:
     text = redact("failed with key sk-live-1234567890abcdef and sk-ant-abcdefghijkl", env)
     assert "1234567890" not in text and "abcdefghijkl" not in text
     assert "opaque-token-123456" not in redact("Authorization: Bearer opaque-token-123456", {})
+
+
+def test_run_settings_read_an_earlier_name() -> None:
+    """An existing designloop.toml that sets the warm-up by its earlier name still runs."""
+    from pipeline.settings import run_settings
+
+    assert run_settings({"run": {"warmup_delay": 5}}, Path("designloop.toml")).warmup_cap == 5.0

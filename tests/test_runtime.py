@@ -310,30 +310,32 @@ def _held_model(outcomes: list[str]) -> tuple[FunctionModel, asyncio.Event, asyn
 @pytest.mark.parametrize("first", ["ok", "fail"])
 def test_an_identical_request_in_flight_is_asked_once(tmp_path: Path, first: str) -> None:
     """The first turn of every spawn in a fan-out is the same request: while it is being asked,
-    the others wait for its answer. If that ask fails, each asks on its own."""
+    the others wait for its answer, each getting a copy of its own. If that ask fails, one of
+    the others asks and the rest wait for it."""
     from pydantic_ai.messages import ModelRequest
     from pydantic_ai.models import ModelRequestParameters
 
     from pipeline.agents.cache import CachedModel
 
     async def scenario() -> list[Any]:
-        model, entered, release, calls = _held_model([first, "ok"])
+        model, entered, release, calls = _held_model([first, "ok", "ok"])
         cached = CachedModel(model, open_cache(tmp_path / "cache"))
         messages: list[Any] = [ModelRequest.user_text_prompt("the same prompt")]
         ask = lambda: cached.request(messages, None, ModelRequestParameters())  # noqa: E731
         leader = asyncio.ensure_future(ask())
         await entered.wait()
-        follower = asyncio.ensure_future(ask())
-        for _ in range(3):  # the follower runs until it waits on the leader's answer
+        followers = [asyncio.ensure_future(ask()) for _ in range(2)]
+        for _ in range(3):  # the followers run until they wait on the leader's answer
             await asyncio.sleep(0)
         assert len(calls) == 1
         release.set()
-        results = await asyncio.gather(leader, follower, return_exceptions=True)
+        results = await asyncio.gather(leader, *followers, return_exceptions=True)
         return [len(calls), *results]
 
-    count, leader, follower = asyncio.run(scenario())
+    count, leader, *followers = asyncio.run(scenario())
     if first == "ok":
-        assert count == 1 and leader.parts == follower.parts
+        assert count == 1 and all(f.parts == leader.parts for f in followers)
+        assert followers[0] is not followers[1] and followers[0] is not leader
     else:
         assert count == 2 and isinstance(leader, ModelHTTPError)
-        assert follower.parts[0].content == "the answer"
+        assert all(f.parts[0].content == "the answer" for f in followers)

@@ -11,7 +11,6 @@ bounded and jittered. Provider SDK retries are switched off so retries happen on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import hashlib
 import json
@@ -198,7 +197,7 @@ class CachedModel(WrapperModel):
         super().__init__(wrapped)
         self.cache = cache
         self.policy = policy or RetryPolicy()
-        self._inflight: dict[str, asyncio.Future[ModelResponse]] = {}
+        self._inflight: dict[str, asyncio.Future[bytes]] = {}
         """Requests being asked now: an identical one (the first turn of every spawn in a
         fan-out) waits for that answer instead of asking again."""
 
@@ -221,16 +220,23 @@ class CachedModel(WrapperModel):
         recorder = RECORDER.get()
         if recorder is not None and recorder.first_request is None:
             recorder.first_request = json.dumps(body, default=str, ensure_ascii=False)
-        cached = self._cached(key)
-        if cached is None and key in self._inflight:
-            with contextlib.suppress(Exception):  # the first asker failed: ask on our own
-                cached = await asyncio.shield(self._inflight[key])
-        if cached is not None:
+        while True:
+            raw = self._stored(key)
+            if raw is None:
+                pending = self._inflight.get(key)
+                if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+                    break
+                try:
+                    raw = await asyncio.shield(pending)
+                except Exception:  # that asker failed or stopped: look again, then ask
+                    continue
             if recorder is not None:
                 recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
             _answered()
+            cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
+            assert isinstance(cached, ModelResponse)
             return replace(cached, usage=RequestUsage())
-        future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             response = await self._ask(messages, model_settings, model_request_parameters)
@@ -242,10 +248,14 @@ class CachedModel(WrapperModel):
             future.exception()  # retrieved: nobody need wait for it
             raise
         finally:
-            self._inflight.pop(key, None)
-        future.set_result(response)
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+        # The answer as received, before the agent stamps its own run on it: every waiter
+        # decodes a copy of its own, as from the cache.
+        raw = ModelMessagesTypeAdapter.dump_json([response])
+        future.set_result(raw)
         if self.cache is not None:
-            self.cache.set(key, ModelMessagesTypeAdapter.dump_json([response]))
+            self.cache.set(key, raw)
         if recorder is not None:
             recorder.calls.append(
                 CallRecord(
@@ -259,15 +269,11 @@ class CachedModel(WrapperModel):
         _answered()
         return response
 
-    def _cached(self, key: str) -> ModelResponse | None:
+    def _stored(self, key: str) -> bytes | None:
         if self.cache is None:
             return None
         raw = self.cache.get(key)
-        if not isinstance(raw, bytes):
-            return None
-        cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
-        assert isinstance(cached, ModelResponse)
-        return cached
+        return raw if isinstance(raw, bytes) else None
 
     async def _ask(
         self,

@@ -43,9 +43,15 @@ async def review_once(
     review's gate entry in the research log is its product and stays."""
     if role not in runtime.roles:
         raise InputError(f"unknown role {role!r}", hint=f"roles: {', '.join(sorted(runtime.roles))}")
-    params = round1_spawns(role, d, limits, draft, slice_)
     reviews_existed = d.reviews.exists()
     scratch = d.reviews / REVIEW_DIR  # a one-off review's params never overwrite a run's
+    params = [
+        # ... and neither does the review file written on a read-only role's behalf.
+        p.model_copy(update={"output_path": d.rel(scratch / Path(p.output_path).name)})
+        if p.output_path and not runtime.roles[role].writes
+        else p
+        for p in round1_spawns(role, d, limits, draft, slice_)
+    ]
     try:
         results, texts = [], []
         for index, item in enumerate(params):

@@ -30,6 +30,7 @@ from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
+from pipeline.offline.observe import EngineError
 
 Status = Literal["ok", "inconclusive"]
 
@@ -71,7 +72,8 @@ class RoleResult:
         return data
 
 
-FAILURES = (UnexpectedModelBehavior, ValidationError, TimeoutError, ModelAPIError, AgentRunError)
+FAILURES = (UnexpectedModelBehavior, ValidationError, TimeoutError, ModelAPIError, AgentRunError, EngineError)
+"""What makes a spawn fail (re-run once, then INCONCLUSIVE): a model's or the offline engine's."""
 
 
 @dataclass(slots=True)
@@ -157,8 +159,15 @@ class Runtime:
         )
 
     def _reviewed(self, spawn: Spawn) -> frozenset[Path]:
+        """The design documents a spawn works on: those it reviews, and the one it edits."""
         params = spawn.params
-        named = (params.target_path, params.draft_path, params.design_path, params.design_mechanics_path)
+        named = (
+            params.target_path,
+            params.draft_path,
+            params.design_path,
+            params.design_mechanics_path,
+            params.output_path,
+        )
         paths = (Path(p) if Path(p).is_absolute() else self.repo_root / p for p in named if p)
         return frozenset(p.resolve() for p in paths)
 

@@ -65,7 +65,7 @@ class ToolContext:
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
-    _seen: dict[tuple[int, int, int, int], bool] = field(default_factory=dict)
+    _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.repo_root = self.repo_root.resolve()
@@ -99,13 +99,13 @@ class ToolContext:
         return real.is_file() and self._holds_the_log(real, stat)
 
     def _holds_the_log(self, real: Path, stat: os.stat_result) -> bool:
-        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        reviewed = real in self.reviewed
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
         if key not in self._seen:
             try:
                 text = normalise(real.read_bytes())
             except OSError:
                 return False
-            reviewed = real in self.reviewed
             self._seen[key] = any(item.matches(text, reviewed) for item in self.forbidden)
         return self._seen[key]
 

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
+from typing import TextIO
 
 from pipeline.cli.fast import FAST_COMMANDS, run_fast
 from pipeline.errors import DesignloopError, ExitCode, InputError
@@ -63,13 +65,22 @@ def run() -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
-    sys.stdout.flush()
-    sys.stderr.flush()
     if isinstance(code, str):
-        sys.stderr.write(code + "\n")
-        sys.stderr.flush()
+        _say(sys.stderr, code + "\n")
         code = 1
+    for stream in (sys.stdout, sys.stderr):
+        _say(stream, "")
     os._exit(code or 0)
+
+
+def _say(stream: TextIO | None, text: str) -> None:
+    """Write and flush, whatever became of the stream (none, closed, or gone with its reader)."""
+    if stream is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        if text:
+            stream.write(text)
+        stream.flush()
 
 
 if __name__ == "__main__":

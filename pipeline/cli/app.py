@@ -154,6 +154,7 @@ def review(
     from pipeline.cli.fast import resolve
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
+    from pipeline.runs.lock import holder_for, holding, run_lock
     from pipeline.runs.preflight import check_reviews, check_runs_dir
 
     part = _parse_slice(slice_)
@@ -173,9 +174,11 @@ def review(
     if roles[role].reads_research_log:
         load_research_log(d.research_log)
     target = (resolve(draft) or draft).resolve() if draft else None
-    run = asyncio.run(
-        review_once(session.runtime, role, d, session.limits, target, part, keep_params=keep_params)
-    )
+    # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
+    with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
+        run = asyncio.run(
+            review_once(session.runtime, role, d, session.limits, target, part, keep_params=keep_params)
+        )
     total = session.runtime.ledger.total()
     failed = any(r.status != "ok" for r in run.results)
     findings = [f for r in run.results if r.review for f in r.review.findings]

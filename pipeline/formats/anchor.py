@@ -97,3 +97,22 @@ def anchor_in_file(findings: Iterable[Finding], path: Path) -> list[Finding]:
     except InputError:
         lines = []
     return anchor_findings(findings, lines)
+
+
+def anchor_across(findings: Iterable[Finding], files: Sequence[tuple[str, Path]]) -> list[Finding]:
+    """Each finding located in the first of ``files`` (repository-relative name, path) whose
+    text holds its quote, and named with that file; one that none holds stays with the
+    first file, unlocated. A reviewer that reads a design and its companion returns findings
+    about either without saying which."""
+    anchors: list[tuple[str, Anchors]] = []
+    for name, path in files:
+        try:
+            anchors.append((name, Anchors(read_text(path, what="reviewed file").lines)))
+        except InputError:
+            anchors.append((name, Anchors([])))
+    out: list[Finding] = []
+    for finding in findings:
+        placed = [(name, a.anchor(finding)) for name, a in anchors]
+        name, best = next(((n, f) for n, f in placed if not f.unlocated), placed[0])
+        out.append(best.model_copy(update={"file": name}))
+    return out

@@ -11,7 +11,7 @@ from langgraph.types import interrupt
 
 from pipeline.agents.inputs import RoundInputs, params_for, second_check_role
 from pipeline.agents.review import write_review_file
-from pipeline.formats.anchor import anchor_in_file
+from pipeline.formats.anchor import anchor_across
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
@@ -42,8 +42,12 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
     params = params_for("comprehension-review", inputs)
     result, usage = await deps.spawn(params)
     review = result.review
-    findings = [f.located(state.draft, result.role) for f in review.findings] if review else []
-    findings = anchor_in_file(findings, deps.abs(state.draft))
+    files = [(state.draft, deps.abs(state.draft))]
+    companion = params.design_mechanics_path
+    if companion and deps.abs(companion).is_file():
+        files.append((companion, deps.abs(companion)))
+    findings = [f.located(role=result.role) for f in review.findings] if review else []
+    findings = anchor_across(findings, files)
     if params.output_path is not None and review is not None:
         write_review_file(deps.abs(params.output_path), review)
     verdict = review.verdict if review else "INCONCLUSIVE"

@@ -9,6 +9,7 @@ Write tool to output_path; the role returns only a thin summary.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -262,11 +263,13 @@ def _write(obs: Observations, path: str, text: str) -> None:
 
 
 def _names(finding: dict[str, Any], path: str | None) -> bool:
-    """Whether ``finding`` is about the file at ``path`` (repository-relative or absolute)."""
+    """Whether ``finding`` is about the file at ``path``; either may be repository-relative
+    or absolute, and neither need be normalised."""
     where = finding.get("file")
-    return bool(where and path) and (
-        Path(str(where)) == Path(str(path)) or str(path).endswith("/" + str(where))
-    )
+    if not where or not path:
+        return False
+    a, b = os.path.normpath(str(where)), os.path.normpath(str(path))
+    return a == b or a.endswith(os.sep + b) or b.endswith(os.sep + a)
 
 
 def _fix_companion(

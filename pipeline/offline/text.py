@@ -337,11 +337,11 @@ def acronym_base(token: str) -> str:
 
 
 _TOKEN = r"[A-Z][A-Z0-9_]*[A-Z0-9]"
-_DEFINITIONS = (
-    re.compile(rf"\(\s*({_TOKEN})s?\s*\)"),
-    re.compile(rf"(?<![\w-])({_TOKEN})\s*\([a-z][^)]*\)"),
-    re.compile(rf"\*\*({_TOKEN})\*\*"),
-    re.compile(rf"(?<![\w-])({_TOKEN})s?\s*:\s"),
+_DEFINITIONS = (  # each match consumes only the token, so definitions may nest or overlap
+    re.compile(rf"(?<=\()\s*({_TOKEN})(?=s?\s*\))"),
+    re.compile(rf"(?<![\w-])({_TOKEN})(?=\s*\([a-z][^)]*\))"),
+    re.compile(rf"(?<=\*\*)({_TOKEN})(?=\*\*)"),
+    re.compile(rf"(?<![\w-])({_TOKEN})(?=s?\s*:\s)"),
 )
 
 
