@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentkit import anthropic_message, chat_completion  # tests/agentkit.py: the wire formats
+
 from pipeline.formats.paging import parse_page
 from pipeline.offline.author import compile_phase1
 from pipeline.offline.observe import Observations
@@ -126,40 +128,9 @@ def _anthropic(body: dict[str, Any]) -> Conversation:
     return Conversation(system, results, turn)
 
 
-def _openai_answer(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}
-    return {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "bench",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-            }
-        ],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
-    }
-
-
-def _anthropic_answer(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {
-        "id": "msg_bench",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-bench",
-        "content": [{"type": "tool_use", "id": call_id, "name": tool, "input": args}],
-        "stop_reason": "tool_use",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1000, "output_tokens": 50},
-    }
-
-
 def _anthropic_events(tool: str, args: dict[str, Any], call_id: str) -> bytes:
     """The same answer as a server-sent event stream (the SDK streams long-output requests)."""
-    message = {**_anthropic_answer(tool, args, call_id), "content": [], "stop_reason": None}
+    message = {**anthropic_message(tool, args, call_id), "content": [], "stop_reason": None}
     events = [
         ("message_start", {"type": "message_start", "message": message}),
         (
@@ -241,7 +212,7 @@ class Loopback:
         if api == "anthropic" and body.get("stream"):
             reply = ("text/event-stream", _anthropic_events(tool, args, call_id))
         else:
-            answer = _anthropic_answer if api == "anthropic" else _openai_answer
+            answer = anthropic_message if api == "anthropic" else chat_completion
             reply = ("application/json", json.dumps(answer(tool, args, call_id)).encode())
         time.sleep(max(0.0, self.latency - (time.monotonic() - arrived)))
         entry.answered = time.monotonic()

@@ -53,6 +53,26 @@ class RunLocked(InputError):
     """Another run is working on the design directory."""
 
 
+def refusal(directory: Path, current: Holder | None) -> RunLocked:
+    """The error for a directory another run holds, naming it where it is known."""
+    who = current.describe() if current else "another designloop run"
+    return RunLocked(
+        f"{who} is working on this design directory",
+        file=directory,
+        hint=(f"wait for it (designloop status {current.run_id} shows it), " if current else "wait for it, ")
+        + "or pass --wait to start when it is done",
+    )
+
+
+def holder_from(raw: object) -> Holder | None:
+    """A holder from its stored JSON object; None when it is not (yet) a whole one."""
+    try:
+        assert isinstance(raw, dict)
+        return Holder(str(raw["run_id"]), int(raw["pid"]), str(raw["host"]), str(raw["since"]))
+    except (AssertionError, KeyError, TypeError, ValueError):
+        return None
+
+
 class RunLock(Protocol):
     """The lock a run store gives each design directory; held for the whole of a run."""
 
@@ -86,7 +106,7 @@ class FileRunLock:
                 if not self._try(fd):
                     current = self._read(fd)
                     if not wait:
-                        raise self._locked(current)
+                        raise refusal(self.directory, current)
                     if on_wait is not None and not told:
                         on_wait(current)
                         told = True
@@ -129,17 +149,6 @@ class FileRunLock:
                 os.sched_yield()
         return False
 
-    def _locked(self, current: Holder | None) -> RunLocked:
-        who = current.describe() if current else "another designloop run"
-        return RunLocked(
-            f"{who} is working on this design directory",
-            file=self.directory,
-            hint=(
-                f"wait for it (designloop status {current.run_id} shows it), " if current else "wait for it, "
-            )
-            + "or pass --wait to start when it is done",
-        )
-
     def release(self) -> None:
         if self._fd is None:
             return
@@ -167,9 +176,8 @@ class FileRunLock:
     @staticmethod
     def _read(fd: int) -> Holder | None:
         try:
-            raw = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
-            return Holder(str(raw["run_id"]), int(raw["pid"]), str(raw["host"]), str(raw["since"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            return holder_from(json.loads(os.pread(fd, 4096, 0).decode("utf-8")))
+        except (OSError, ValueError):
             return None  # the holder is still writing its name
 
 

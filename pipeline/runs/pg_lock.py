@@ -24,7 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pipeline.errors import InputError
-from pipeline.runs.lock import Holder, RunLocked
+from pipeline.runs.lock import Holder, holder_from, refusal
 
 
 class Database(Protocol):
@@ -116,7 +116,7 @@ class PgLock:
             if not got or not got[0]:
                 current = self._recorded()
                 if not wait:
-                    raise self._locked(current)
+                    raise refusal(self.directory, current)
                 if on_wait is not None:
                     on_wait(current)
                 conn.execute(f"SELECT pg_advisory_lock({LOCK_SQL})", (self.key,))
@@ -154,19 +154,4 @@ class PgLock:
             row = db.execute("SELECT holder FROM holders WHERE key = %s", (self.key,)).fetchone()
         if row is None:
             return None
-        raw = row[0] if isinstance(row[0], dict) else json.loads(row[0])
-        try:
-            return Holder(str(raw["run_id"]), int(raw["pid"]), str(raw["host"]), str(raw["since"]))
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def _locked(self, current: Holder | None) -> RunLocked:
-        who = current.describe() if current else "another designloop run"
-        return RunLocked(
-            f"{who} is working on this design directory",
-            file=self.directory,
-            hint=(
-                f"wait for it (designloop status {current.run_id} shows it), " if current else "wait for it, "
-            )
-            + "or pass --wait to start when it is done",
-        )
+        return holder_from(row[0] if isinstance(row[0], dict) else json.loads(row[0]))
