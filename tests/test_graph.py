@@ -15,7 +15,7 @@ from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition_for
 from pipeline.formats.stamp import has_stamp
-from pipeline.offline import offline_model
+from pipeline.offline.engines import offline_model
 from pipeline.runs.events import read_events
 from pipeline.runs.views import replay
 

@@ -112,7 +112,7 @@ class Runtime:
             if role in self.model_overrides:
                 base = self.model_overrides[role]
             elif spec == OFFLINE:
-                from pipeline.offline import offline_model
+                from pipeline.offline.engines import offline_model
 
                 base = offline_model(role)
             else:
