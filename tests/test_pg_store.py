@@ -107,16 +107,23 @@ from pathlib import Path
 from pipeline.runs.lock import holder_for
 from pipeline.runs.pg_store import PgStore
 store = PgStore(sys.argv[1], Path(sys.argv[2]))
-lock = store.lock(Path("/elsewhere/docs/adr/a"), "docs/adr/a")
+lock = store.lock(Path(sys.argv[3]), "docs/adr/a")
 lock.acquire(holder_for("20260101-000000-p1-pgholder"))
 print("held", flush=True)
 sys.stdin.read()
 """
 
 
+def checkout(root: Path, directory: str) -> Path:
+    """A design directory of a checkout at ``root`` (the file lock lives in its _workflow/)."""
+    (root / directory / "_workflow").mkdir(parents=True)
+    return root / directory
+
+
 def test_the_directory_lock_spans_processes_and_a_killed_holder_frees_it(pg_url: str, tmp_path: Path) -> None:
+    elsewhere = checkout(tmp_path / "elsewhere", "docs/adr/a")  # another checkout of the repository
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, pg_url, str(tmp_path / "runs")],
+        [sys.executable, "-c", HOLD, pg_url, str(tmp_path / "runs"), str(elsewhere)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -124,12 +131,12 @@ def test_the_directory_lock_spans_processes_and_a_killed_holder_frees_it(pg_url:
     store = PgStore(pg_url, tmp_path / "runs")
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        lock = store.lock(tmp_path / "a", "docs/adr/a")  # the same directory in another checkout
+        lock = store.lock(checkout(tmp_path, "docs/adr/a"), "docs/adr/a")  # the same directory, here
         current = lock.holder()
         assert current is not None and current.run_id == "20260101-000000-p1-pgholder"
         with pytest.raises(RunLocked, match="20260101-000000-p1-pgholder"):
             lock.acquire(holder_for("20260101-000000-p1-second"))
-        assert store.lock(tmp_path / "b", "docs/adr/b").holder() is None  # another directory is free
+        assert store.lock(checkout(tmp_path, "docs/adr/b"), "docs/adr/b").holder() is None  # another is free
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=60)
         lock.acquire(holder_for("20260101-000000-p1-second"), wait=True)  # freed by the kill

@@ -79,3 +79,58 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
     assert resumed, "another worker resumed the run"
     outcome = [e for e in events if e["type"] == "outcome"]
     assert len(outcome) == 1 and outcome[0]["outcome"] == "PASS" and outcome[0]["pid"] != pid
+
+
+def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: str, tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a", "b"])
+    with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
+        model = ["--model", "openai:scripted", "--base-url", server.base_url]
+        queued = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
+             *model, "--no-warmup", "--json"],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert queued.returncode == 0, queued.stderr
+        runs = {Path(d["directory"]).name: d["run_id"] for d in json.loads(queued.stdout)["directories"]}
+        workers = [worker(pg_url, repo, "--jobs", "2", "--drain") for _ in range(2)]
+        try:
+            assert server.held.wait(timeout=240)
+            pid = wait_until(lambda: holder_pid(pg_url, "docs/adr/a"))
+            killed = next(w for w in workers if w.pid == pid)
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=60)
+            server.release.set()
+            survivor = next(w for w in workers if w.pid != pid)
+            # The killed worker's job is still picked: the survivor takes it over, then drains.
+            assert survivor.wait(timeout=240) == 0
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+    assert finished(pg_url) >= set(runs.values())
+    assert query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 0
+
+
+def states(url: str, run_id: str) -> list[str]:
+    kinds = ("start", "resume", "stopped", "outcome")
+    rows = query(url, "SELECT event->>'type' FROM events WHERE run_id = %s ORDER BY id", run_id)
+    return [r[0] for r in rows if r[0] in kinds]
+
+
+def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a"])
+
+    def designloop(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", *args, "--store", pg_url],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    first = designloop("enqueue", "create", "docs/adr/a", "--budget", "500", "--json")
+    run_id = json.loads(first.stdout)["directories"][0]["run_id"]
+    assert designloop("worker", "--drain").returncode == 0
+    assert states(pg_url, run_id)[-1] == "stopped"  # the budget stopped it
+    again = designloop("enqueue", "create", "docs/adr/a", "--budget", "100000000", "--json")
+    assert [d["run_id"] for d in json.loads(again.stdout)["directories"]] == [run_id]
+    assert designloop("worker", "--drain").returncode == 0
+    assert states(pg_url, run_id)[-2:] == ["resume", "outcome"]  # under the raised budget

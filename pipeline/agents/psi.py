@@ -9,7 +9,6 @@ own name.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,25 +19,8 @@ from typing import Any
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
 
+from pipeline.agents.readable import walk
 from pipeline.settings import data_dir, load_toml
-
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        "runs",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".hypothesis",
-        "build",
-        "dist",
-        "target",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +187,8 @@ class _Walker:
 
 
 def iter_sources(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+    """The files the index lists: the shared walk (agents.readable), hidden directories left out."""
+    return walk(root, hidden_dirs=False)
 
 
 def build_index(root: Path, under: Path | None = None) -> CodeIndex:

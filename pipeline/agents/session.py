@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline.agents.cache import LazyCache
 from pipeline.agents.models import check_spec
+from pipeline.agents.readable import byproducts
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
@@ -46,7 +47,7 @@ class Session:
     params: dict[str, Any]
 
 
-def parse_cost(value: str | None) -> Decimal | None:
+def parse_cost(value: str | None, flag: str = "--max-cost") -> Decimal | None:
     if value is None:
         return None
     try:
@@ -54,15 +55,13 @@ def parse_cost(value: str | None) -> Decimal | None:
     except InvalidOperation:
         cost = Decimal("NaN")
     if not cost.is_finite() or cost <= 0:
-        raise InputError(
-            f"--max-cost {value!r} is not a positive number of dollars", hint="e.g. --max-cost 2.50"
-        )
+        raise InputError(f"{flag} {value!r} is not a positive number of dollars", hint=f"e.g. {flag} 2.50")
     return cost
 
 
-def check_budget(tokens: int | None) -> None:
+def check_budget(tokens: int | None, flag: str = "--budget") -> None:
     if tokens is not None and tokens <= 0:
-        raise InputError(f"--budget {tokens} is not a positive number of tokens", hint="e.g. --budget 400000")
+        raise InputError(f"{flag} {tokens} is not a positive number of tokens", hint=f"e.g. {flag} 400000")
 
 
 def open_session(repo_root: Path, options: SessionOptions) -> Session:
@@ -91,9 +90,16 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         timeout=run.spawn_timeout,
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
-        private_dirs=(runs_dir,),
+        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root)),
     )
     return Session(runtime, limits, run, runs_dir, params)
+
+
+def servers(runtime: Runtime) -> dict[str, str]:
+    """The server each configured model talks to, as its provider resolved it (``--base-url``,
+    or the provider's own variable: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL ...)."""
+    specs = sorted(set(runtime.model_specs.values()) - {OFFLINE})
+    return {spec: str(runtime.provider_model(spec).base_url or "") for spec in specs}
 
 
 def check_models(runtime: Runtime) -> None:

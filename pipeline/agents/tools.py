@@ -24,7 +24,8 @@ from pathlib import Path
 from pydantic_ai import RunContext, Tool
 
 from pipeline.agents.confine import ForbiddenFile, Private, forbid, normalise
-from pipeline.agents.psi import SKIP_DIRS, CodeIndex, build_index
+from pipeline.agents.psi import CodeIndex, build_index
+from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.formats.paging import cut_note, page_note
@@ -204,22 +205,16 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
 
 
 def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
+    """The files Grep and Glob search: the shared walk (agents.readable), regular files only."""
     if base.is_file():
         return [base]
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in SKIP_DIRS and not deps.private.covers((Path(dirpath) / d).resolve())
-        )
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            real = path.resolve()
-            if deps.views is not None and real not in deps.views:
-                continue
-            if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
-                found.append(path)
+    for path in walk(base, lambda p: deps.private.covers(p.resolve())):
+        real = path.resolve()
+        if deps.views is not None and real not in deps.views:
+            continue
+        if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
+            found.append(path)
     return found
 
 

@@ -24,6 +24,7 @@ from pipeline.cli.app import (
 from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
 
 if TYPE_CHECKING:
+    from pipeline.errors import ExitCode
     from pipeline.graph.batch import Batch, Row
 
 batch_app = typer.Typer(
@@ -115,33 +116,71 @@ def _run_batch(
     from pipeline.formats.design_dir import expand_directories
     from pipeline.graph.batch import BatchOptions, BatchRunner
     from pipeline.runs.store import open_store
+    from pipeline.settings import repo_root
 
+    # Everything that holds for the whole batch is checked before anything is opened or written.
     if jobs < 1:
         raise InputError(f"--jobs {jobs} is not a positive number", hint="e.g. --jobs 8")
-    check_budget(batch_budget)
-    cost = parse_cost(batch_max_cost)
+    check_budget(batch_budget, "--batch-budget")
+    cost = parse_cost(batch_max_cost, "--batch-max-cost")
     failing = _fail_on(fail_on) or "blocker"
+    target = _check_sarif(sarif)
     dirs = expand_directories(directories, Path.cwd())
     runs = runs_dir_of(runs_dir)
-    store = open_store(store_url, runs)
     session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
-    options = BatchOptions(kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost)
+    check_session(repo_root(dirs[0]), session)
+    store = open_store(store_url, runs)
+    outputs = (target,) if target is not None else ()
+    options = BatchOptions(kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost, outputs)
     live = not as_json and sys.stdout.isatty()
     try:
         runner = BatchRunner(options, store)
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
-    if sarif is not None:
-        from pipeline.cli.batch_sarif import batch_sarif
-        from pipeline.formats.textio import atomic_write
-
-        atomic_write(sarif, batch_sarif(batch))
+    code = _write_sarif(target, batch, runs, repo_root(dirs[0])) if target is not None else batch.exit_code
     if as_json:
         typer.echo(json.dumps(batch.to_json(), indent=2))
     else:
         _present(batch)
-    raise typer.Exit(int(batch.exit_code))
+    raise typer.Exit(int(code))
+
+
+def check_session(root: Path, session: Any) -> None:
+    """The model flags (--model, --role-model, --base-url) and budgets, checked once for every
+    directory of the batch: bad ones are bad input before anything is written."""
+    from pipeline.agents.session import check_models, open_session
+
+    check_models(open_session(root, session).runtime)
+
+
+def _check_sarif(sarif: Path | None) -> Path | None:
+    from pipeline.runs.preflight import writable_file
+
+    if sarif is None:
+        return None
+    target = (Path.cwd() / sarif).resolve() if not sarif.is_absolute() else sarif.resolve()
+    writable_file(target, "--sarif", "name a file in an existing, writable directory")
+    return target
+
+
+def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode:
+    """Write the batch's SARIF and record it as designloop's own output (never an input of the
+    next batch). A failure after the runs (checked up front, so a race) is reported, and the
+    exit is 2 unless the batch's own is more urgent: the batch's results are printed still."""
+    from pipeline.agents.readable import record_byproduct
+    from pipeline.cli.batch_sarif import batch_sarif
+    from pipeline.errors import ExitCode
+    from pipeline.formats.textio import atomic_write
+    from pipeline.graph.batch_rows import EXIT_RANK
+
+    try:
+        atomic_write(target, batch_sarif(batch))
+        record_byproduct(runs, root, target)
+    except OSError as exc:
+        typer.echo(f"designloop: {target}: cannot write the SARIF file: {exc.strerror}", err=True)
+        return EXIT_RANK[min(EXIT_RANK.index(batch.exit_code), EXIT_RANK.index(ExitCode.BAD_INPUT))]
+    return batch.exit_code
 
 
 def _with_live(runner: Any, dirs: list[Path]) -> Batch:

@@ -25,7 +25,7 @@ STATES: dict[str, tuple[str, Severity, str]] = {
     "INCONCLUSIVE": (
         "designloop-inconclusive",
         "blocker",
-        "a required review never happened; resume the run",
+        "a required review never happened; run the batch again",
     ),
     "STOPPED": ("designloop-budget", "should-fix", "resume with a larger budget"),
     "PAUSED": ("designloop-paused", "should-fix", "resolve the research log's adversarial gate, then resume"),

@@ -109,8 +109,8 @@ def edit(
     run_id = new_edit_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
-    with _locked(store, target.resolve(), run_id, wait):
+    with _locked(store, target.resolve(), run_id, wait) as lock:
         run = prepare_edit(request, target, options, chooser, run_id)
         if not as_json:
             typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json, store)
+        _execute(run, False, as_json, store, lock)

@@ -29,8 +29,13 @@ def report(
 ) -> None:
     """Write a self-contained HTML report of a run (and Markdown beside it) from its records;
     with --batch, a page with one row per design directory of a batch, linking each run's report."""
+    from pipeline.agents.readable import record_byproduct
     from pipeline.errors import InputError
+    from pipeline.runs.preflight import writable_dir
+    from pipeline.settings import repo_root
 
+    if out is not None:
+        writable_dir(out.resolve(), "--out", "name a directory to write report.html and report.md into")
     opened = open_store(store, runs_dir)
     try:
         if batch:
@@ -41,6 +46,8 @@ def report(
             )
         else:
             paths = _run_report(opened.run_dir(run_id), out)
+        if out is not None:  # designloop's own output: no role reads it, no batch counts it
+            record_byproduct(opened.runs_dir, repo_root(out.resolve()), out)
     finally:
         opened.close()
     for path in paths:

@@ -24,6 +24,9 @@ from pipeline.cli.app import (
 from pipeline.errors import ExitCode
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from pipeline.runs.lock import RunLock
     from pipeline.runs.records import FailOn
     from pipeline.runs.setup import OpenRun
     from pipeline.runs.store import RunStore
@@ -79,7 +82,7 @@ def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
     return open_(store, runs_dir_of(runs_dir))
 
 
-def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> Any:
+def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> AbstractContextManager[RunLock]:
     """Hold the design directory's run lock for the rest of the command (one run at a time)."""
     from pipeline.runs.lock import holder_for, holding
     from pipeline.runs.records import portable
@@ -89,7 +92,8 @@ def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> Any:
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore) -> None:
+def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
+    """Run under ``lock`` (held by the caller): a run that loses it stops (graph.watch)."""
     from pipeline.graph.runner import execute
 
     shared = store.cache()
@@ -99,9 +103,9 @@ def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore) -> None
         from pipeline.cli.live import LiveView
 
         with LiveView(run.record.kind) as live:
-            result = asyncio.run(execute(run, resume=resume, listener=live, store=store))
+            result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
-        result = asyncio.run(execute(run, resume=resume, store=store))
+        result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -160,12 +164,12 @@ def _start(
     plan = plan_run(kind, target, options, not no_warmup, root.resolve() if root else None, failing)
     store = open_store(store_url, runs_dir)
     try:
-        with _locked(store, plan.design.root, plan.run_id, wait):
+        with _locked(store, plan.design.root, plan.run_id, wait) as lock:
             run = start_run(plan)
             store.register(run.run_dir)
             if not as_json:
                 typer.echo(f"run {run.run_id}", err=True)
-            _execute(run, False, as_json, store)
+            _execute(run, False, as_json, store, lock)
     finally:
         store.close()
 
@@ -240,14 +244,21 @@ def resume(
     store: StoreOpt = None,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
+    from pipeline.agents.session import check_budget, parse_cost
+    from pipeline.runs.records import locate
     from pipeline.runs.setup import load_run
 
     failing = _fail_on(fail_on)
+    check_budget(budget)
+    parse_cost(max_cost)
     runs = open_store(store, runs_dir)
     try:
-        run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
-        with _locked(runs, run.design.root, run.run_id, wait):
-            _execute(run, True, as_json, runs)
+        # The lock first, then the run's directory: a run that went on elsewhere while this one
+        # waited is read as it is now, never as it was before the wait.
+        _, directory, _ = locate(runs.record(run_id), runs.runs_dir / run_id)
+        with _locked(runs, directory, run_id, wait) as lock:
+            run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
+            _execute(run, True, as_json, runs, lock)
     finally:
         runs.close()
 

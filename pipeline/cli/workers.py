@@ -60,15 +60,19 @@ def _enqueue(
     as_json: bool,
 ) -> None:
     from pipeline.agents.session import SessionOptions
+    from pipeline.cli.batch import check_session
     from pipeline.formats.design_dir import expand_directories
-    from pipeline.graph.batch import BatchOptions
+    from pipeline.graph.batch_rows import BatchOptions
     from pipeline.graph.worker import enqueue
+    from pipeline.settings import repo_root
 
     failing = _fail_on(fail_on) or "blocker"
     dirs = expand_directories(directories, Path.cwd())
+    runs = runs_dir_of(runs_dir)
+    session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
+    check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
     opened = _pg_store(store, runs_dir)
     try:
-        session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, opened.runs_dir)
         batch = asyncio.run(enqueue(BatchOptions(kind, session, 1, not no_warmup, failing), opened, dirs))
     finally:
         opened.close()

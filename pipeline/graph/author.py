@@ -85,6 +85,7 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
     path = deps.abs(state.draft)
     if state.kind != PHASE1 or state.author is None or not state.author.draft_ok:
         return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
+    deps.fence()
     wrote = prepend_stamp(path, deps.workflow_sha)
     if wrote:
         deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=deps.workflow_sha.get())

@@ -1,140 +1,56 @@
 """One creation run per design directory, many at once in one process (``designloop batch``).
 
-Every directory is checked like a single run; a bad one is reported (exit 2) and the others go
-on. A directory whose inputs and outputs are unchanged since its last run passed is skipped
-without a request (runs.fingerprint); one whose last run did not finish (interrupted, paused,
-stopped by a budget) is resumed; any other starts a new run. Each run holds its directory's
-lock for its whole length (the store's lock: across processes, and across machines on the
-PostgreSQL store). The runs share one checkpointer, one model-call cache and, when given, the
-batch's budget. A run that fails, pauses or stops never stops the others.
+Every directory is checked like a single run, and its inputs fingerprinted, before any run
+starts; a bad one is reported (exit 2) and the others go on (a batch whose every directory is
+bad input writes nothing at all). A directory whose inputs and outputs are unchanged since its
+last run passed is skipped without a request (runs.fingerprint); one whose last run did not
+finish (interrupted, paused, stopped by a budget) is resumed; any other starts a new run.
+
+Each run holds its directory's lock for its whole length (the store's lock: across processes,
+and across machines on the PostgreSQL store), and the decision is made again once the lock is
+held, so a batch that waited (--wait) for another run never repeats what that run did. A run
+that loses its lock stops (graph.watch). The runs share one checkpointer, one model-call cache
+and, when given, the batch's budget. A run that fails, pauses or stops never stops the others:
+whatever goes wrong in one directory is that directory's row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from pipeline.agents.cache import LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
-from pipeline.agents.session import SessionOptions
+from pipeline.agents.session import servers
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.findings import Finding
+from pipeline.graph.batch_rows import (
+    Batch,
+    BatchOptions,
+    Previous,
+    Row,
+    latest_runs,
+    new_batch_id,
+    unchanged,
+    unfinished,
+)
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
 from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
-from pipeline.runs.lock import Holder, RunLocked, holder_for
-from pipeline.runs.records import FailOn, RunRecord, portable
-from pipeline.runs.setup import OpenRun, load_run, plan_run, start_run
+from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
+from pipeline.runs.records import NotResumable, portable
+from pipeline.runs.setup import OpenRun, RunPlan, load_run, plan_run, start_run
 from pipeline.runs.store import RunStore
-from pipeline.runs.views import RunView
 from pipeline.settings import CACHE_DIR, repo_root
 
-UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
-EXIT_RANK = (
-    ExitCode.INTERNAL,
-    ExitCode.BAD_INPUT,
-    ExitCode.INCONCLUSIVE,
-    ExitCode.BUDGET,
-    ExitCode.GATE_PAUSED,
-    ExitCode.FINDINGS,
-    ExitCode.OK,
-)
-"""The batch's exit code is its directories' most urgent one, in this order (docs/scale.md)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOptions:
-    kind: str
-    session: SessionOptions
-    jobs: int = 4
-    warmup: bool = True
-    fail_on: FailOn = "blocker"
-    wait: bool = False
-    batch_tokens: int | None = None
-    batch_cost: Decimal | None = None
-
-
-@dataclass(slots=True)
-class Row:
-    """One directory of a batch: what was done, how it ended, what it spent."""
-
-    directory: str
-    action: str = "queued"
-    """queued, skipped, new, resumed, busy, bad, running, done."""
-    run_id: str | None = None
-    outcome: str | None = None
-    exit_code: int | None = None
-    round: int = 0
-    spawns: int = 0
-    tokens: int = 0
-    cost: Decimal = Decimal(0)
-    cache_hits: int = 0
-    message: str | None = None
-    started: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-    """What remains at the end of the run (each with its file, line and quote)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "directory": self.directory,
-            "action": self.action,
-            "run_id": self.run_id,
-            "outcome": self.outcome,
-            "exit_code": self.exit_code,
-            "rounds": self.round,
-            "spawns": self.spawns,
-            "tokens": self.tokens,
-            "cost_usd": str(self.cost),
-            "cache_hits": self.cache_hits,
-            "message": self.message,
-            "findings": [f.to_json() for f in self.findings],
-        }
-
-
-@dataclass(slots=True)
-class Batch:
-    batch_id: str
-    kind: str
-    rows: list[Row] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        codes = {ExitCode(r.exit_code) for r in self.rows if r.exit_code is not None}
-        return next((c for c in EXIT_RANK if c in codes), ExitCode.OK)
-
-    def totals(self) -> dict[str, Any]:
-        count: dict[str, int] = {}
-        for row in self.rows:
-            key = row.outcome or row.action
-            count[key] = count.get(key, 0) + 1
-        return {
-            "directories": len(self.rows),
-            "outcomes": count,
-            "skipped": sum(r.action == "skipped" for r in self.rows),
-            "resumed": sum(r.action == "resumed" for r in self.rows),
-            "spawns": sum(r.spawns for r in self.rows),
-            "tokens": sum(r.tokens for r in self.rows),
-            "cost_usd": str(sum((r.cost for r in self.rows), Decimal(0))),
-            "cache_hits": sum(r.cache_hits for r in self.rows),
-            "exit_code": int(self.exit_code),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "batch_id": self.batch_id,
-            "kind": self.kind,
-            "directories": [r.to_json() for r in self.rows],
-            "totals": self.totals(),
-        }
+__all__ = ["Batch", "BatchOptions", "BatchRunner", "Row"]
 
 
 class SharedCache:
@@ -153,41 +69,13 @@ class SharedCache:
         return None
 
 
-def new_batch_id(kind: str) -> str:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-batch-{'p1' if kind == 'phase1-creation' else 'p4'}-{secrets.token_hex(3)}"
+@dataclass(slots=True)
+class Planned:
+    """A directory checked and fingerprinted, with its latest run as the batch found it."""
 
-
-def latest_runs(store: RunStore, kind: str) -> dict[str, tuple[RunRecord, RunView]]:
-    """The latest run of ``kind`` of each design directory (by its recorded path)."""
-    found: dict[str, tuple[RunRecord, RunView]] = {}
-    for record, view in store.records():
-        if record.kind != kind:
-            continue
-        current = found.get(record.directory)
-        if current is None or record.created > current[0].created:
-            found[record.directory] = (record, view)
-    return found
-
-
-def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: str) -> bool:
-    """Whether the directory's last run passed on these very inputs and left these outputs."""
-    if previous is None:
-        return False
-    record, view = previous
-    return (
-        view.outcome == PASS
-        and record.inputs == inputs
-        and view.outputs is not None
-        and view.outputs == outputs_digest(design, kind)
-    )
-
-
-def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
-    """Whether the directory's latest run did not finish (so a batch resumes it)."""
-    return (
-        previous is not None and previous[1].outcome is None and previous[1].state in UNFINISHED | {"running"}
-    )
+    plan: RunPlan
+    inputs: str
+    before: Previous | None
 
 
 Progress = Callable[[Row, dict[str, Any] | None], None]
@@ -208,7 +96,7 @@ class BatchRunner:
         self.store = store
         self.progress = progress or (lambda row, event: None)
         self.pool = Pool(options.batch_tokens, options.batch_cost)
-        self.fingerprints = Fingerprints(store.runs_dir)
+        self.fingerprints = Fingerprints(store.runs_dir, options.outputs)
         self.cache: RequestCache | None = None
         self.batch = Batch(new_batch_id(options.kind), options.kind)
 
@@ -216,58 +104,93 @@ class BatchRunner:
         self.batch.rows = [Row(portable(d, repo_root(d))) for d in directories]
         shared = self.store.cache()
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
-        previous = latest_runs(self.store, self.options.kind)
-        gate = asyncio.Semaphore(max(1, self.options.jobs))
         try:
-            async with self.store.checkpointer() as saver:
+            previous = latest_runs(self.store, self.options.kind)
+            todo = [
+                (row, planned)
+                for row, directory in zip(self.batch.rows, directories, strict=True)
+                if (planned := self._plan(row, directory, previous)) is not None
+            ]
+            if todo:  # nothing to run: no checkpoint store is opened (or created)
+                gate = asyncio.Semaphore(max(1, self.options.jobs))
+                async with self.store.checkpointer() as saver:
 
-                async def one(row: Row, directory: Path) -> None:
-                    async with gate:
-                        await self._directory(row, directory, previous, saver)
+                    async def one(row: Row, planned: Planned) -> None:
+                        async with gate:
+                            await self._directory(row, planned, saver)
 
-                await asyncio.gather(*(one(r, d) for r, d in zip(self.batch.rows, directories, strict=True)))
+                    await asyncio.gather(*(one(r, p) for r, p in todo))
         finally:
             (shared or self.cache.inner).close()
-        self.store.save_batch(self.batch.batch_id, self.batch.to_json())
+        if any(row.action != "bad" for row in self.batch.rows):  # bad input alone leaves nothing
+            self.store.save_batch(self.batch.batch_id, self.batch.to_json())
         return self.batch
 
     def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
         self.progress(row, event)
 
-    async def _directory(
-        self, row: Row, directory: Path, previous: dict[str, tuple[RunRecord, RunView]], saver: Any
-    ) -> None:
+    def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
+        """Check the directory and fingerprint its inputs; None when its row is already done
+        (bad input, an error, or skipped as unchanged)."""
         opts = self.options
         try:
             plan = plan_run(opts.kind, directory, opts.session, opts.warmup, None, opts.fail_on)
+            design = plan.design
+            row.directory = portable(design.root, design.repo_root)
+            runtime = plan.session.runtime
+            inputs = self.fingerprints.inputs(design, opts.kind, runtime.model_specs, servers(runtime))
+            before = previous.get(row.directory)
+            if unchanged(before, inputs, design, opts.kind):
+                self._skip(row, before)
+                return None
         except InputError as exc:
             self._end(row, "bad", ExitCode.BAD_INPUT, exc.render())
-            return
-        design = plan.design
-        row.directory = portable(design.root, design.repo_root)
-        inputs = self.fingerprints.inputs(
-            design, opts.kind, plan.session.runtime.model_specs, opts.session.base_url
-        )
-        before = previous.get(row.directory)
-        if unchanged(before, inputs, design, opts.kind):
-            assert before is not None
-            row.run_id, row.outcome = before[0].run_id, PASS
-            self._end(row, "skipped", ExitCode.OK, "inputs unchanged since the last PASS")
-            return
+            return None
+        except Exception as exc:  # one directory's failure never stops the others
+            self._end(row, "failed", ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            return None
+        return Planned(plan, inputs, before)
+
+    def _skip(self, row: Row, before: Previous | None) -> None:
+        assert before is not None
+        row.run_id, row.outcome = before[0].run_id, PASS
+        self._end(row, "skipped", ExitCode.OK, "inputs unchanged since the last PASS")
+
+    async def _directory(self, row: Row, planned: Planned, saver: Any) -> None:
+        plan, design, kind = planned.plan, planned.plan.design, self.options.kind
         lock = self.store.lock(design.root, row.directory)
-        # The lock names the run that will work on the directory (status tells it is running).
-        working = before[0].run_id if before is not None and unfinished(before) else plan.run_id
         try:
-            await self._acquire(lock, holder_for(working), row)
-        except RunLocked as exc:
-            self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
-            return
-        try:
-            run, resume = self._open(plan, before, inputs, row)
+            before = planned.before
+            # The lock names the run that will work on the directory (status tells it is running).
+            named = before[0].run_id if before is not None and unfinished(before) else plan.run_id
+            try:
+                await self._acquire(lock, holder_for(named), row)
+            except RunLocked as exc:
+                self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
+                return
+            row.message = None
+            # Decided again under the lock: a run this batch waited for may have passed,
+            # paused or stopped on these very inputs meanwhile.
+            before = latest_runs(self.store, kind, row.directory).get(row.directory)
+            if unchanged(before, planned.inputs, design, kind):
+                self._skip(row, before)
+                return
+            run, resume = self._open(plan, before, planned.inputs, row, lock)
+            if resume and run.run_id != named:  # another unfinished run than the one named
+                lock.relabel(holder_for(run.run_id))
             row.run_id, row.action = run.run_id, "resumed" if resume else "new"
             row.started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             self._say(row)
-            result = await self._execute(run, resume, row, saver)
+            try:
+                result = await self._execute(run, resume, row, saver, lock)
+            except NotResumable as exc:  # its checkpoint is gone or unreadable: never a dead end
+                if not resume:
+                    raise
+                row.message = f"run {run.run_id} could not be resumed ({exc.message}); started anew"
+                run = self._start(plan, planned.inputs, lock)
+                row.run_id, row.action = run.run_id, "new"
+                self._say(row)
+                result = await self._execute(run, False, row, saver, lock)
             if result.state is not None and result.state.outcome is not None:
                 row.outcome = result.state.outcome.verdict
                 row.findings = list(result.state.outcome.remaining)
@@ -277,13 +200,15 @@ class BatchRunner:
                 row.outcome = "PAUSED" if result.paused else "STOPPED"
             self._end(row, row.action, result.exit_code, row.message or result.message)
         except DesignloopError as exc:
-            self._end(row, "bad" if isinstance(exc, InputError) else row.action, exc.exit_code, exc.render())
+            action = "bad" if isinstance(exc, InputError) else row.action if row.run_id else "failed"
+            self._end(row, action, exc.exit_code, exc.render())
         except Exception as exc:  # one directory's failure never stops the others
-            self._end(row, row.action, ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            action = row.action if row.run_id is not None else "failed"
+            self._end(row, action, ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             lock.release()
 
-    async def _acquire(self, lock: Any, holder: Holder, row: Row) -> None:
+    async def _acquire(self, lock: RunLock, holder: Holder, row: Row) -> None:
         if not self.options.wait:
             lock.acquire(holder, False, None)
             return
@@ -295,12 +220,11 @@ class BatchRunner:
         await asyncio.to_thread(lock.acquire, holder, True, waiting)
 
     def _open(
-        self, plan: Any, before: tuple[RunRecord, RunView] | None, inputs: str, row: Row
+        self, plan: RunPlan, before: Previous | None, inputs: str, row: Row, lock: RunLock
     ) -> tuple[OpenRun, bool]:
         """The unfinished run of the directory, or a new one."""
         opts = self.options.session
-        if unfinished(before):
-            assert before is not None
+        if before is not None and unfinished(before):
             try:
                 run_dir = self.store.run_dir(before[0].run_id)
                 run = load_run(
@@ -309,10 +233,14 @@ class BatchRunner:
                 return self._equip(run), True
             except InputError as exc:  # a run that cannot be resumed never blocks its directory
                 row.message = f"run {before[0].run_id} could not be resumed ({exc.message}); started anew"
+        return self._start(plan, inputs, lock), False
+
+    def _start(self, plan: RunPlan, inputs: str, lock: RunLock) -> OpenRun:
+        lock.relabel(holder_for(plan.run_id))  # the lock names the run that works, not one it replaced
         plan.inputs = inputs
         run = start_run(plan)
         self.store.register(run.run_dir)
-        return self._equip(run), False
+        return self._equip(run)
 
     def _equip(self, run: OpenRun) -> OpenRun:
         runtime = run.session.runtime
@@ -320,7 +248,7 @@ class BatchRunner:
         runtime.budget = PooledBudget(runtime.budget.max_tokens, runtime.budget.max_cost, self.pool)
         return run
 
-    async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any) -> RunResult:
+    async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any, lock: RunLock) -> RunResult:
         def listen(event: dict[str, Any]) -> None:
             kind = event.get("type")
             if kind in ("start", "resume"):  # the ledger holds the run's earlier spending by now
@@ -335,7 +263,13 @@ class BatchRunner:
             self._say(row, event)
 
         return await execute(
-            run, resume=resume, listener=listen, configure=self.configure, store=self.store, saver=saver
+            run,
+            resume=resume,
+            listener=listen,
+            configure=self.configure,
+            store=self.store,
+            saver=saver,
+            lock=lock,
         )
 
     def _record_outputs(self, run: OpenRun, design: DesignDir) -> None:

@@ -38,6 +38,9 @@ class RunDeps:
     warmup: bool = True
     partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
     warm: WarmUp = field(default_factory=WarmUp)
+    fence: Callable[[], None] = field(default=lambda: None)
+    """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
+    right before a write that cannot be taken back (the stamp, the review-log entry)."""
 
     def warms_up(self, role: str) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""

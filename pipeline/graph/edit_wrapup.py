@@ -153,6 +153,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
             )
         else:
             entry.extra = [f"**Mechanics changes since the last sync** ({since}): {changes}"]
+    deps.fence()
     result = append_entry(d.mutations, entry, run_id=state.run_id)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     if state.kind in ("design-sync", "length-trigger-crossing") and d.mechanics.is_file():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -30,8 +31,10 @@ from pipeline.graph.state import (
     RunState,
     Verdict,
 )
+from pipeline.graph.watch import watched
 from pipeline.runs.events import read_events
-from pipeline.runs.records import RUN_FORMAT, FailOn, predates
+from pipeline.runs.lock import LockLost, RunLock
+from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
 from pipeline.runs.store import LocalStore, RunStore, Saver, sqlite_checkpointer
 from pipeline.settings import CHECKPOINTS
@@ -120,9 +123,9 @@ def _ran(run: OpenRun) -> bool:
     return any(e["type"] not in LAUNCH_EVENTS for e in read_events(run.run_dir))
 
 
-def _no_checkpoint(run: OpenRun, store: RunStore) -> InputError:
+def _no_checkpoint(run: OpenRun, store: RunStore) -> NotResumable:
     path = store.url or str(run.session.runs_dir / CHECKPOINTS)
-    return InputError(
+    return NotResumable(
         f"run {run.run_id} has no checkpoint in {path}, though its events show it ran: the "
         "checkpoint store was deleted, emptied or replaced",
         file=path,
@@ -145,9 +148,9 @@ def _state(run: OpenRun, values: dict[str, Any]) -> RunState | EditState | None:
         raise _unreadable(run, exc) from None
 
 
-def _unreadable(run: OpenRun, exc: ValidationError) -> InputError:
+def _unreadable(run: OpenRun, exc: ValidationError) -> NotResumable:
     error = exc.errors()[0]
-    return InputError(
+    return NotResumable(
         f"the checkpoint of run {run.run_id} does not hold a readable run state: "
         f"{'.'.join(map(str, error['loc']))}: {error['msg']}",
         hint="the run cannot be resumed; start a new run on the same directory",
@@ -182,20 +185,24 @@ async def execute(
     configure: Callable[[RunDeps], None] | None = None,
     store: RunStore | None = None,
     saver: Saver | None = None,
+    lock: RunLock | None = None,
 ) -> RunResult:
     """Run (or resume) the graph for a run until it finishes, pauses or stops.
 
     ``store`` is where the run lives (the local store of its runs directory by default);
     ``saver`` is a checkpointer already open on it, shared by concurrent runs. A finished
-    run's thread keeps only its latest checkpoint (retention)."""
+    run's thread keeps only its latest checkpoint (retention). ``lock``, the directory's lock
+    the caller holds, is watched for the whole run and checked before the finish's writes
+    (graph.watch): a run that loses it stops with LockLost. A resume that cannot go on at all
+    raises NotResumable before it writes anything."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
     store = store or LocalStore(run.session.runs_dir)
     try:
         if saver is not None:
-            return await _execute(run, resume, listener, configure, store, saver)
+            return await _execute(run, resume, listener, configure, store, saver, lock)
         async with _open(run, resume, store) as opened:
-            return await _execute(run, resume, listener, configure, store, opened)
+            return await _execute(run, resume, listener, configure, store, opened, lock)
     finally:
         if run.session.runtime.cache is not None:
             run.session.runtime.cache.close()
@@ -214,9 +221,12 @@ async def _execute(
     configure: Callable[[RunDeps], None] | None,
     store: RunStore,
     saver: Saver,
+    lock: RunLock | None = None,
 ) -> RunResult:
     session, record = run.session, run.record
     deps = build_deps(session.runtime, run.design, session.limits, session.run, run.run_dir, record.warmup)
+    if lock is not None:
+        deps.fence = lock.check
     published = store.publish(run.run_dir)
     if published is not None:
         deps.events.subscribe(published)
@@ -259,7 +269,11 @@ async def _execute(
     # the process died is not run again; its writes are applied and the graph goes on.
     deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
     try:
-        await graph.ainvoke(graph_input, config, durability="sync")
+        await watched(lock, graph.ainvoke(graph_input, config, durability="sync"))
+    except LockLost as exc:
+        with contextlib.suppress(Exception):  # the store may be what went away
+            deps.events.emit("stopped", message=exc.message)
+        raise
     except BudgetExceeded as exc:
         spent = deps.runtime.ledger.total()
         deps.events.emit("stopped", message=exc.message, usage=spent.to_json())

@@ -1,20 +1,28 @@
 """Runs on many machines: ``designloop enqueue`` puts one job per run on a pgqueuer queue in the
 PostgreSQL store; ``designloop worker`` processes take them (docs/scale.md).
 
-One job is one run (payload and dedupe key: the run id). A worker takes a job, holds the run's
-design-directory lock (a session advisory lock) for the whole run, fetches the run directory
-from the store and resumes the run from its latest checkpoint (a run with none starts from the
-beginning). A worker killed mid-run stops heartbeating; after ``HEARTBEAT`` another worker's
-dequeue finds the job stale and takes it, waits for the advisory lock (released the moment
-the killed worker's connection closed) and resumes from the last checkpoint: only the calls in
-flight at the kill are made again, every finished one is answered from the shared cache. A
-worker that is alive but stalled past the heartbeat cannot run the same run twice: the second
-taker waits on the lock, then finds the run finished.
+One job is one run: its dedupe key is the run id, its payload the run id and the options the
+enqueue gave (a budget, a cost cap, --fail-on: a re-queued run goes on under them; a job
+still waiting takes those of the latest enqueue). A worker takes a job, holds the run's
+design-directory lock (a session advisory lock, and the checkout's file lock) for the whole
+run, fetches the run directory from the store and resumes the run from its latest checkpoint
+(a run with none starts from the beginning; one that cannot be resumed is replaced by a new
+run on its directory). A worker killed mid-run stops heartbeating; after ``HEARTBEAT`` another
+worker's dequeue finds the job stale and takes it, waits for the advisory lock (released the
+moment the killed worker's connection closed) and resumes from the last checkpoint: only the
+calls in flight at the kill are made again, every finished one is answered from the shared
+cache. A worker that is alive but stalled past the heartbeat cannot run the same run twice:
+the second taker waits on the lock, then finds the run finished. A run that loses its lock
+stops (graph.watch) and its job is queued again.
+
+``--drain`` exits once no job is queued or picked: a job picked by a worker that died is
+still picked, so the drain workers stay until one of them has taken it over and run it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -22,24 +30,35 @@ from typing import Any
 
 import psycopg
 
-from pipeline.errors import InputError
-from pipeline.graph.batch import Batch, BatchOptions, Row, latest_runs, new_batch_id, unchanged, unfinished
-from pipeline.graph.runner import execute
+from pipeline.agents.session import SessionOptions, servers
+from pipeline.errors import ExitCode, InputError
+from pipeline.graph.batch_rows import (
+    Batch,
+    BatchOptions,
+    Row,
+    latest_runs,
+    new_batch_id,
+    unchanged,
+    unfinished,
+)
+from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
 from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
-from pipeline.runs.lock import holder_for
+from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
 from pipeline.runs.pg_store import PgStore
-from pipeline.runs.records import portable, read_record
-from pipeline.runs.setup import load_run, plan_run, start_run
+from pipeline.runs.records import FailOn, NotResumable, portable
+from pipeline.runs.setup import OpenRun, load_run, plan_run, start_run
 from pipeline.settings import repo_root
 
 ENTRYPOINT = "designloop_run"
 HEARTBEAT = timedelta(seconds=20)
 """A picked job whose heartbeat is older than this is taken by another worker."""
 DEQUEUE = timedelta(seconds=10)
-"""An idle worker looks for stale jobs at least this often (new jobs arrive by NOTIFY at once)."""
+"""An idle worker looks for stale jobs at least this often (new jobs arrive by NOTIFY at once);
+a drain worker looks this often whether any job is left."""
+LEFT_SQL = "SELECT COUNT(*) FROM pgqueuer WHERE entrypoint = %s AND status IN ('queued', 'picked')"
 
 
 async def queue_connection(store: PgStore) -> psycopg.AsyncConnection[Any]:
@@ -58,9 +77,21 @@ async def queue_connection(store: PgStore) -> psycopg.AsyncConnection[Any]:
     return conn
 
 
+def _payload(run_id: str, options: BatchOptions) -> bytes:
+    session = options.session
+    job = {
+        "run_id": run_id,
+        "budget_tokens": session.budget_tokens,
+        "max_cost": session.max_cost,
+        "fail_on": options.fail_on,
+    }
+    return json.dumps(job).encode()
+
+
 async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]) -> Batch:
     """Check every directory, start (or pick up) its run, and put one job per run on the queue.
-    A directory unchanged since its last PASS is skipped; a bad one is reported, never queued."""
+    A directory unchanged since its last PASS is skipped; a bad one is reported, never queued
+    (when every one is bad, nothing is written)."""
     from pgqueuer.db import PsycopgDriver
     from pgqueuer.queries import Queries
 
@@ -73,40 +104,53 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
         batch.rows.append(row)
         try:
             plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
+            design = plan.design
+            row.directory = portable(design.root, design.repo_root)
+            runtime = plan.session.runtime
+            inputs = fingerprints.inputs(design, options.kind, runtime.model_specs, servers(runtime))
+            before = previous.get(row.directory)
+            if unchanged(before, inputs, design, options.kind):
+                assert before is not None
+                row.action, row.run_id, row.outcome, row.exit_code = "skipped", before[0].run_id, PASS, 0
+                continue
+            if before is not None and unfinished(before):
+                row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
+            else:
+                plan.inputs = inputs
+                run = start_run(plan)
+                store.register(run.run_dir)
+                row.action, row.run_id = "queued", run.run_id
         except InputError as exc:
             row.action, row.exit_code, row.message = "bad", int(exc.exit_code), exc.render()
             continue
-        design = plan.design
-        row.directory = portable(design.root, design.repo_root)
-        inputs = fingerprints.inputs(
-            design, options.kind, plan.session.runtime.model_specs, options.session.base_url
-        )
-        before = previous.get(row.directory)
-        if unchanged(before, inputs, design, options.kind):
-            assert before is not None
-            row.action, row.run_id, row.outcome, row.exit_code = "skipped", before[0].run_id, PASS, 0
+        except Exception as exc:  # one directory's failure never stops the others
+            row.action, row.exit_code = "failed", int(ExitCode.INTERNAL)
+            row.message = f"internal error: {type(exc).__name__}: {exc}"
             continue
-        if unfinished(before):
-            assert before is not None
-            row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
-        else:
-            plan.inputs = inputs
-            run = start_run(plan)
-            store.register(run.run_dir)
-            row.action, row.run_id = "queued", run.run_id
         jobs.append(row.run_id)
-    conn = await queue_connection(store)
-    try:
-        queries = Queries(PsycopgDriver(conn))
-        for run_id in jobs:
-            # A run already queued or being worked on is not queued twice.
-            await queries.enqueue(
-                ENTRYPOINT, json.dumps({"run_id": run_id}).encode(), dedupe_key=run_id, on_conflict="skip"
-            )
-    finally:
-        await conn.close()
-    store.save_batch(batch.batch_id, batch.to_json())
+    if jobs:
+        conn = await queue_connection(store)
+        try:
+            queries = Queries(PsycopgDriver(conn))
+            for run_id in jobs:
+                payload = _payload(run_id, options)
+                # A run already queued or being worked on is not queued twice; one still waiting
+                # takes this enqueue's options.
+                added = await queries.enqueue(ENTRYPOINT, payload, dedupe_key=run_id, on_conflict="skip")
+                if added == [None]:
+                    await conn.execute(
+                        "UPDATE pgqueuer SET payload = %s WHERE dedupe_key = %s AND status = 'queued'",
+                        (payload, run_id),
+                    )
+        finally:
+            await conn.close()
+    if any(row.action != "bad" for row in batch.rows):
+        store.save_batch(batch.batch_id, batch.to_json())
     return batch
+
+
+def _fail_on(value: object) -> FailOn | None:
+    return "should-fix" if value == "should-fix" else "blocker" if value == "blocker" else None
 
 
 class Worker:
@@ -121,6 +165,7 @@ class Worker:
     async def serve(self) -> None:
         from pgqueuer import PgQueuer
         from pgqueuer.adapters.cli.supervisor import setup_signal_handlers
+        from pgqueuer.errors import RetryRequested
         from pgqueuer.models import Job
         from pgqueuer.types import QueueExecutionMode
 
@@ -133,39 +178,106 @@ class Worker:
 
                 @pgq.entrypoint(ENTRYPOINT, on_failure="hold")
                 async def run_job(job: Job) -> None:
-                    payload = json.loads((job.payload or b"{}").decode())
-                    await self.run(str(payload["run_id"]), saver)
+                    try:
+                        await self.run(json.loads((job.payload or b"{}").decode()), saver)
+                    except LockLost as exc:  # stopped, resumable: the queue takes it up again
+                        raise RetryRequested(delay=HEARTBEAT, reason=exc.message) from exc
 
-                await pgq.run(
-                    dequeue_timeout=DEQUEUE,
-                    heartbeat_timeout=HEARTBEAT,
-                    batch_size=1,
-                    max_concurrent_tasks=self.jobs,
-                    mode=QueueExecutionMode.drain if self.drain else QueueExecutionMode.continuous,
-                )
+                # pgqueuer's own drain mode counts only queued jobs: a dead worker's picked job
+                # would be left behind. The drain here waits until none is queued or picked.
+                watcher = asyncio.create_task(self._drained(pgq.shutdown)) if self.drain else None
+                try:
+                    await pgq.run(
+                        dequeue_timeout=DEQUEUE,
+                        heartbeat_timeout=HEARTBEAT,
+                        batch_size=1,
+                        max_concurrent_tasks=self.jobs,
+                        mode=QueueExecutionMode.continuous,
+                    )
+                finally:
+                    if watcher is not None:
+                        watcher.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await watcher
         finally:
             await conn.close()
 
-    async def run(self, run_id: str, saver: Any) -> None:
+    async def _drained(self, shutdown: asyncio.Event) -> None:
+        """Stop the worker once no job of ours is queued or picked by any worker."""
+        while not shutdown.is_set():
+            if await asyncio.to_thread(self._left) == 0:
+                shutdown.set()
+                return
+            await asyncio.sleep(DEQUEUE.total_seconds())
+
+    def _left(self) -> int:
+        with self.store.db() as db:
+            row = db.execute(LEFT_SQL, (ENTRYPOINT,)).fetchone()
+        return int(row[0]) if row else 0
+
+    async def run(self, job: dict[str, Any], saver: Any) -> None:
         """One job: the run, under its directory's lock, from its latest checkpoint."""
-        record = read_record(self.store.run_dir(run_id))
+        run_id = str(job["run_id"])
+        record = self.store.record(run_id)
         lock = self.store.lock(self.repo / record.directory, record.directory)
         await asyncio.to_thread(lock.acquire, holder_for(run_id), True, None)
         try:
+            budget, cost, fail_on = (
+                job.get("budget_tokens"),
+                job.get("max_cost"),
+                _fail_on(job.get("fail_on")),
+            )
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
-            run = load_run(run_dir, repo=self.repo)
-            shared = self.store.cache()
-            if shared is not None:
-                run.session.runtime.cache = shared
+            run = self._share(load_run(run_dir, budget, cost, fail_on, repo=self.repo))
             # A run that stops on bad input records why and raises: the job is held as failed.
-            result = await execute(run, resume=True, store=self.store, saver=saver)
-            state = result.state
-            log = EventLog(run.run_dir)
-            passed = state is not None and state.outcome is not None and state.outcome.verdict == PASS
-            if passed and not log.recorded("outputs"):
-                published = self.store.publish(run.run_dir)
-                if published is not None:
-                    log.subscribe(published)
-                log.emit("outputs", digest=outputs_digest(run.design, run.record.kind))
+            try:
+                result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
+            except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
+                run = self._anew(run, exc, lock, budget, cost)
+                result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
+            self._record_outputs(run, result)
         finally:
             await asyncio.to_thread(lock.release)
+
+    def _share(self, run: OpenRun) -> OpenRun:
+        shared = self.store.cache()
+        if shared is not None:
+            run.session.runtime.cache = shared
+        return run
+
+    def _anew(self, run: OpenRun, exc: NotResumable, lock: RunLock, budget: Any, cost: Any) -> OpenRun:
+        """A new run on the directory of a run that cannot be resumed, with its options."""
+        record, opts = run.record, run.record.options
+        options = SessionOptions(
+            opts.model,
+            tuple(opts.role_models),
+            opts.base_url,
+            budget if isinstance(budget, int) else opts.budget_tokens,
+            cost if isinstance(cost, str) else opts.max_cost,
+            run.session.runs_dir,
+        )
+        plan = plan_run(
+            record.kind, run.design.root, options, record.warmup, run.design.code_root, opts.fail_on
+        )
+        runtime = plan.session.runtime
+        fingerprints = Fingerprints(self.store.runs_dir)
+        plan.inputs = fingerprints.inputs(plan.design, record.kind, runtime.model_specs, servers(runtime))
+        lock.relabel(holder_for(plan.run_id))
+        new = start_run(plan)
+        self.store.register(new.run_dir)
+        old = EventLog(run.run_dir)
+        published = self.store.publish(run.run_dir)
+        if published is not None:
+            old.subscribe(published)
+        old.emit("stopped", message=f"cannot be resumed ({exc.message}); run {new.run_id} started anew")
+        return self._share(new)
+
+    def _record_outputs(self, run: OpenRun, result: RunResult) -> None:
+        state = result.state
+        log = EventLog(run.run_dir)
+        passed = state is not None and state.outcome is not None and state.outcome.verdict == PASS
+        if passed and not log.recorded("outputs"):
+            published = self.store.publish(run.run_dir)
+            if published is not None:
+                log.subscribe(published)
+            log.emit("outputs", digest=outputs_digest(run.design, run.record.kind))

@@ -140,6 +140,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         budget=state.budget,
         outcome=state.outcome.verdict,
     )
+    deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     return {"review_entry": result.number}

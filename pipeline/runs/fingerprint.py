@@ -4,15 +4,23 @@ A batch skips a design directory whose inputs and outputs are both unchanged sin
 run ended PASS: no run starts and no request is sent. The inputs are
 
 * the kind, and the version of designloop;
-* the resolved model of every role and the OpenAI-compatible base URL (the model config);
+* the resolved model of every role, and the server each model talks to as its provider
+  resolved it (``--base-url``, OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL ...);
 * the workflow definitions a run uses, as the stamp digests them (agents, prompts, params,
   the user's loop settings: ``agents.roles.workflow_definitions``);
 * the design directory's inputs: the research log, the implementation plan, the track files,
   its designloop.toml, and for phase 4 the frozen design and its companion;
-* the code the run reads: every file under the code root, except hidden files and directories
-  (``.git``, ``.venv`` ...), ``__pycache__`` and ``node_modules``, the runs directory, every
-  design directory's ``_workflow/`` and the phase-4 outputs. A file over 4 MiB counts by its
-  path and size. One batch digests each code root once.
+* the code the run can read: every file the tools' walk yields (agents.readable: hidden files
+  and directories included, but for version control, virtual environments, caches and build
+  output), under the code root when every role runs on the offline engine (its tools read the
+  code through the code index of the code root), else under the repository root (a model's
+  Grep, Glob and Read reach the whole repository). Left out: the runs directory and
+  designloop's recorded outputs (agents.readable.byproducts; no role reads them), and every
+  design directory's ``_workflow/`` and phase-4 outputs: the documents designloop writes
+  (counting one directory's documents as another's code would make the two re-run each other
+  for ever; each directory's own inputs are listed above). Sockets, FIFOs and devices are
+  never opened; a file that cannot be read counts by its error. A file over 4 MiB counts by
+  its path and size. One batch digests each root once.
 
 The outputs are the files the kind writes (``_workflow/design.md`` and its companion; or
 ``design-final.md`` and ``design-mechanics-final.md``): a PASS whose output was edited since
@@ -24,17 +32,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from pipeline.agents.readable import byproducts, walk
+from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import PHASE1
 
 BIG = 4 * 2**20
-SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "_workflow"})
-SKIPPED_FILES = frozenset({"design-final.md", "design-mechanics-final.md"})
+CHUNK = 2**20
+DESIGN_NAMES = frozenset({"_workflow", "design-final.md", "design-mechanics-final.md"})
+"""The documents designloop writes in every design directory: never anyone's code."""
 
 
 def version() -> str:
@@ -45,10 +57,26 @@ def version() -> str:
 
 
 def _file_digest(path: Path) -> str:
-    size = path.stat().st_size
-    if size > BIG:
-        return f"size:{size}"
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """A regular file's SHA-256; a file that is not one, or cannot be read, counts by what it is
+    (it is opened without blocking, so a FIFO swapped in is never waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return f"special:{stat.S_IFMT(info.st_mode)}"
+        if info.st_size > BIG:
+            return f"size:{info.st_size}"
+        h = hashlib.sha256()
+        while chunk := os.read(fd, CHUNK):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    finally:
+        os.close(fd)
 
 
 def _files(paths: Iterable[Path], root: Path) -> list[tuple[str, str]]:
@@ -56,23 +84,14 @@ def _files(paths: Iterable[Path], root: Path) -> list[tuple[str, str]]:
 
 
 def code_digest(code_root: Path, skip: Iterable[Path] = ()) -> str:
-    """Every file under ``code_root`` the run may read (see the module's list), by content."""
+    """Every file under ``code_root`` the run can read (see the module's list), by content."""
+    root = code_root.resolve()
     skipped = {p.resolve() for p in skip}
-    entries: list[tuple[str, str]] = []
-    for here, dirs, files in os.walk(code_root):
-        base = Path(here)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".") and d not in SKIPPED_DIRS and (base / d).resolve() not in skipped
-        )
-        for name in sorted(files):
-            if name.startswith(".") or name in SKIPPED_FILES:
-                continue
-            path = base / name
-            if path.is_symlink() and not path.exists():
-                continue
-            entries.append((path.relative_to(code_root).as_posix(), _file_digest(path)))
+
+    def left_out(path: Path) -> bool:
+        return path.name in DESIGN_NAMES or path in skipped
+
+    entries = [(path.relative_to(root).as_posix(), _file_digest(path)) for path in walk(root, left_out)]
     return _hash(entries)
 
 
@@ -99,17 +118,20 @@ def output_files(design: DesignDir, kind: str) -> list[Path]:
 
 
 class Fingerprints:
-    """Fingerprints for one batch: each code root is digested once."""
+    """Fingerprints for one batch: each root is digested once. ``skip``: more of designloop's
+    own outputs to leave out (the batch's ``--sarif`` file)."""
 
-    def __init__(self, runs_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, skip: Iterable[Path] = ()) -> None:
         self.runs_dir = runs_dir
+        self.skip = tuple(skip)
         self._code: dict[Path, str] = {}
         self._workflow: dict[Path, str] = {}
 
-    def code(self, code_root: Path) -> str:
-        if code_root not in self._code:
-            self._code[code_root] = code_digest(code_root, [self.runs_dir])
-        return self._code[code_root]
+    def code(self, root: Path, repo_root: Path) -> str:
+        if root not in self._code:
+            left_out = (self.runs_dir, *byproducts(self.runs_dir, repo_root), *self.skip)
+            self._code[root] = code_digest(root, left_out)
+        return self._code[root]
 
     def workflow(self, repo_root: Path) -> str:
         if repo_root not in self._workflow:
@@ -118,14 +140,17 @@ class Fingerprints:
             )
         return self._workflow[repo_root]
 
-    def inputs(self, design: DesignDir, kind: str, models: dict[str, str], base_url: str | None) -> str:
+    def inputs(self, design: DesignDir, kind: str, models: dict[str, str], servers: dict[str, str]) -> str:
+        """``models``: each role's model; ``servers``: each model's server (agents.session.servers)."""
+        wide = any(spec != OFFLINE for spec in models.values())
+        root = design.repo_root if wide else design.code_root
         parts: list[tuple[str, object]] = [
             ("kind", kind),
             ("designloop", version()),
             ("models", sorted(models.items())),
-            ("base_url", base_url or os.environ.get("OPENAI_BASE_URL", "")),
+            ("servers", sorted(servers.items())),
             ("workflow", self.workflow(design.repo_root)),
-            ("code", self.code(design.code_root)),
+            ("code", self.code(root, design.repo_root)),
             ("code_root", design.rel(design.code_root)),
         ]
         parts += _files(input_files(design, kind), design.root)

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from filelock import lock_descriptor, unlock_descriptor
 
-from pipeline.errors import InputError
+from pipeline.errors import DesignloopError, ExitCode, InputError
 
 LOCK_NAME = ".designloop-run.lock"
 POLL_SECONDS = 0.2
@@ -64,6 +64,24 @@ def refusal(directory: Path, current: Holder | None) -> RunLocked:
     )
 
 
+class LockLost(DesignloopError):
+    """The run no longer holds its design directory's lock (the store's session ended, the lock
+    file was removed): it stops before writing anything more, and stays resumable."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def lost(directory: Path, holder: Holder | None, why: str) -> LockLost:
+    run = f"run {holder.run_id}" if holder else "the run"
+    return LockLost(
+        f"{run} lost its lock on this design directory ({why}); it stopped so that no two runs "
+        "work on the directory at once",
+        file=directory,
+        hint=(f"designloop resume {holder.run_id} continues it" if holder else "resume the run")
+        + " once no other run holds the directory (designloop status shows who does)",
+    )
+
+
 def holder_from(raw: object) -> Holder | None:
     """A holder from its stored JSON object; None when it is not (yet) a whole one."""
     try:
@@ -85,6 +103,13 @@ class RunLock(Protocol):
     def holder(self) -> Holder | None:
         """The live holder, or None when no run holds the lock. Takes and writes nothing."""
 
+    def check(self) -> None:
+        """Raise LockLost unless this process still holds the lock (a fence before a write that
+        cannot be taken back)."""
+
+    def relabel(self, holder: Holder) -> None:
+        """Name another run as the holder (a run started anew in place of the one named)."""
+
 
 class FileRunLock:
     """An OS file lock on the design directory's ``_workflow/.designloop-run.lock``."""
@@ -93,6 +118,7 @@ class FileRunLock:
         self.directory = design_root
         self.path = design_root / "_workflow" / LOCK_NAME
         self._fd: int | None = None
+        self._holder: Holder | None = None
 
     def acquire(
         self, holder: Holder, wait: bool = False, on_wait: Callable[[Holder | None], None] | None = None
@@ -112,14 +138,29 @@ class FileRunLock:
                         told = True
                     lock_descriptor(fd, blocking=True, poll_interval=POLL_SECONDS)
                 if self._at_path(fd):
-                    os.ftruncate(fd, 0)
-                    os.pwrite(fd, (json.dumps(asdict(holder)) + "\n").encode(), 0)
-                    os.fsync(fd)
+                    self._name(fd, holder)
                     self._fd, fd = fd, -1
                     return
             finally:
                 if fd >= 0:
                     os.close(fd)
+
+    def _name(self, fd: int, holder: Holder) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(asdict(holder)) + "\n").encode(), 0)
+        os.fsync(fd)
+        self._holder = holder
+
+    def relabel(self, holder: Holder) -> None:
+        if self._fd is None:
+            raise RuntimeError("the run lock is not held by this process")
+        self._name(self._fd, holder)
+
+    def check(self) -> None:
+        if self._fd is None:
+            raise lost(self.directory, self._holder, "it was released")
+        if not self._at_path(self._fd):
+            raise lost(self.directory, self._holder, f"its lock file {self.path} was removed or replaced")
 
     def _open(self) -> int:
         try:
@@ -189,9 +230,9 @@ def run_lock(design_root: Path) -> RunLock:
 @contextlib.contextmanager
 def holding(
     lock: RunLock, holder: Holder, wait: bool, on_wait: Callable[[Holder | None], None] | None = None
-) -> Iterator[None]:
+) -> Iterator[RunLock]:
     lock.acquire(holder, wait, on_wait)
     try:
-        yield
+        yield lock
     finally:
         lock.release()

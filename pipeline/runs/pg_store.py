@@ -28,11 +28,12 @@ from typing import Any
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg.types.json import Jsonb
+from pydantic import ValidationError
 
 from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
-from pipeline.runs.address import redact
+from pipeline.runs.address import parse_store
 from pipeline.runs.events import EVENTS
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
 from pipeline.runs.records import RECORD, RunRecord
@@ -84,8 +85,10 @@ class PgStore:
     """Runs, events, files, the cache and checkpoints in PostgreSQL; locks as advisory locks."""
 
     def __init__(self, dsn: str, runs_dir: Path) -> None:
+        address = parse_store(dsn)  # a malformed address is bad input before anything connects
         self.dsn = dsn
-        self.url: str | None = redact(dsn)
+        self.url: str | None = address.shown
+        self.secrets = address.secrets
         self.runs_dir = runs_dir
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.RLock()
@@ -97,7 +100,7 @@ class PgStore:
         """The store's connection (autocommit, the schema on its search path), one user at a time."""
         with self._lock:
             if self._conn is None or self._conn.closed:
-                conn = connect(self.dsn, self.url or "")
+                conn = connect(self.dsn, self.url or "", hidden=self.secrets)
                 setup_lock(conn)
                 try:
                     for sql in TABLES:
@@ -259,14 +262,32 @@ class PgStore:
                 )
             return self._view(db, run_id, row[0])
 
-    def records(self) -> list[tuple[RunRecord, RunView]]:
+    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
         with self.db() as db:
-            rows = db.execute("SELECT record FROM runs ORDER BY created, run_id").fetchall()
+            if directory is None:
+                rows = db.execute("SELECT record FROM runs ORDER BY created, run_id").fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT record FROM runs WHERE directory = %s ORDER BY created, run_id", (directory,)
+                ).fetchall()
             out = []
             for (raw,) in rows:
                 record = RunRecord.model_validate(raw)
                 out.append((record, self._view(db, record.run_id, record.directory)))
             return out
+
+    def record(self, run_id: str) -> RunRecord:
+        with self.db() as db:
+            row = db.execute("SELECT record FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        if row is None:
+            raise InputError(f"no run named {run_id!r} in {self.url}", hint="designloop runs lists the runs")
+        try:
+            return RunRecord.model_validate(row[0])
+        except ValidationError as exc:
+            raise InputError(
+                f"the record of run {run_id} in {self.url} is damaged: {exc.errors()[0]['msg']}",
+                hint="the run cannot be resumed; start a new run on the same directory",
+            ) from None
 
     # -- batches -----------------------------------------------------------------------
 

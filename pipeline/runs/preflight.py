@@ -34,6 +34,18 @@ def writable_dir(path: Path, what: str, hint: str) -> None:
         raise InputError(f"{what} is not writable", file=probe, hint=hint)
 
 
+def writable_file(path: Path, what: str, hint: str) -> None:
+    """``path`` can be written as a whole file: not a directory, in an existing writable
+    directory (none is created for it), and writable when it exists."""
+    if path.is_dir():
+        raise InputError(f"{what} names a directory, not a file", file=path, hint=hint)
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{what} is in a directory that does not exist ({parent})", file=path, hint=hint)
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(f"{what} is not writable", file=path, hint=hint)
+
+
 def check_runs_dir(runs_dir: Path) -> None:
     """The runs directory can hold a new run, and its checkpoint store and cache are whole."""
     hint = "pass --runs-dir DIR naming a writable directory (it is created when missing)"

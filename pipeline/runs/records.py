@@ -102,7 +102,12 @@ def locate(record: RunRecord, run_dir: Path, repo: Path | None = None) -> tuple[
     )
 
 
-class RunPredatesFormat(InputError):
+class NotResumable(InputError):
+    """A recorded run that cannot go on (its checkpoint is gone, unreadable or of an earlier
+    format): a batch or a worker starts a new run on its directory instead."""
+
+
+class RunPredatesFormat(NotResumable):
     """The run was written by an earlier designloop whose run state this one cannot read."""
 
 

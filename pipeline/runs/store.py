@@ -25,7 +25,7 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
-from pipeline.runs.address import redact, store_url
+from pipeline.runs.address import store_url
 from pipeline.runs.events import EVENTS
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
@@ -76,8 +76,12 @@ class RunStore(Protocol):
     def view(self, run_id: str) -> RunView:
         """One run, replayed from its events."""
 
-    def records(self) -> list[tuple[RunRecord, RunView]]:
-        """Every readable run's record and view (a damaged one is left out)."""
+    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
+        """Every readable run's record and view (a damaged one is left out); with ``directory``,
+        only the runs of that design directory (its path as records store it)."""
+
+    def record(self, run_id: str) -> RunRecord:
+        """A run's record, without writing its run directory here."""
 
     def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
         """Keep a batch's record (its directories and their runs) for ``report --batch``."""
@@ -186,7 +190,7 @@ class LocalStore:
     def view(self, run_id: str) -> RunView:
         return read_view(self.run_dir(run_id))
 
-    def records(self) -> list[tuple[RunRecord, RunView]]:
+    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
         from pipeline.runs.records import read_record
 
         out: list[tuple[RunRecord, RunView]] = []
@@ -195,10 +199,17 @@ class LocalStore:
         for child in sorted(self.runs_dir.iterdir()):
             if (child / EVENTS).is_file() and (child / RECORD).is_file():
                 try:
-                    out.append((read_record(child), read_view(child)))
+                    record = read_record(child)
+                    if directory is None or record.directory == directory:
+                        out.append((record, read_view(child)))
                 except InputError:
                     continue
         return out
+
+    def record(self, run_id: str) -> RunRecord:
+        from pipeline.runs.records import read_record
+
+        return read_record(self.run_dir(run_id))
 
     def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
         atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
@@ -241,16 +252,11 @@ def load_batch_file(path: Path) -> dict[str, Any]:
 
 
 def open_store(url: str | None, runs_dir: Path) -> RunStore:
-    """The local store, or the PostgreSQL one for a ``postgresql://`` address."""
+    """The local store, or the PostgreSQL one for a PostgreSQL address (a ``postgresql://`` URI
+    or a ``key=value`` connection string, checked before anything connects: runs.address)."""
     url = store_url(url)
     if url is None:
         return LocalStore(runs_dir)
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise InputError(
-            f"--store {redact(url)!r} is not a postgresql:// address",
-            hint="pass --store postgresql://USER@HOST:PORT/DB (or set DESIGNLOOP_STORE); "
-            "leave it unset for the local store",
-        )
     from pipeline.runs.pg_store import PgStore
 
     store: RunStore = PgStore(url, runs_dir)

@@ -1,0 +1,168 @@
+"""A batch's rows and what decides each directory's action: the data ``designloop batch`` and
+``designloop enqueue`` share (graph.batch runs a batch, graph.worker queues one).
+
+A directory is skipped when its latest run of the kind passed on the very inputs it has now
+and left the outputs on disk (``unchanged``); resumed when its latest run did not finish
+(``unfinished``); otherwise a new run starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pipeline.agents.session import SessionOptions
+from pipeline.errors import ExitCode
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.findings import Finding
+from pipeline.graph.state import PASS
+from pipeline.runs.fingerprint import outputs_digest
+from pipeline.runs.records import FailOn, RunRecord
+from pipeline.runs.store import RunStore
+from pipeline.runs.views import RunView
+
+UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
+EXIT_RANK = (
+    ExitCode.INTERNAL,
+    ExitCode.BAD_INPUT,
+    ExitCode.INCONCLUSIVE,
+    ExitCode.BUDGET,
+    ExitCode.GATE_PAUSED,
+    ExitCode.FINDINGS,
+    ExitCode.OK,
+)
+"""The batch's exit code is its directories' most urgent one, in this order (docs/scale.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    kind: str
+    session: SessionOptions
+    jobs: int = 4
+    warmup: bool = True
+    fail_on: FailOn = "blocker"
+    wait: bool = False
+    batch_tokens: int | None = None
+    batch_cost: Decimal | None = None
+    outputs: tuple[Path, ...] = ()
+    """designloop's own outputs this batch writes into the repository (its --sarif file): left
+    out of the input fingerprint."""
+
+
+@dataclass(slots=True)
+class Row:
+    """One directory of a batch: what was done, how it ended, what it spent."""
+
+    directory: str
+    action: str = "queued"
+    """queued, skipped, new, resumed, busy, bad, failed (an internal error before its run)."""
+    run_id: str | None = None
+    outcome: str | None = None
+    exit_code: int | None = None
+    round: int = 0
+    spawns: int = 0
+    tokens: int = 0
+    cost: Decimal = Decimal(0)
+    cache_hits: int = 0
+    message: str | None = None
+    started: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    """What remains at the end of the run (each with its file, line and quote)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "action": self.action,
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "rounds": self.round,
+            "spawns": self.spawns,
+            "tokens": self.tokens,
+            "cost_usd": str(self.cost),
+            "cache_hits": self.cache_hits,
+            "message": self.message,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+@dataclass(slots=True)
+class Batch:
+    batch_id: str
+    kind: str
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        codes = {ExitCode(r.exit_code) for r in self.rows if r.exit_code is not None}
+        return next((c for c in EXIT_RANK if c in codes), ExitCode.OK)
+
+    def totals(self) -> dict[str, Any]:
+        count: dict[str, int] = {}
+        for row in self.rows:
+            key = row.outcome or row.action
+            count[key] = count.get(key, 0) + 1
+        return {
+            "directories": len(self.rows),
+            "outcomes": count,
+            "skipped": sum(r.action == "skipped" for r in self.rows),
+            "resumed": sum(r.action == "resumed" for r in self.rows),
+            "spawns": sum(r.spawns for r in self.rows),
+            "tokens": sum(r.tokens for r in self.rows),
+            "cost_usd": str(sum((r.cost for r in self.rows), Decimal(0))),
+            "cache_hits": sum(r.cache_hits for r in self.rows),
+            "exit_code": int(self.exit_code),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "batch_id": self.batch_id,
+            "kind": self.kind,
+            "directories": [r.to_json() for r in self.rows],
+            "totals": self.totals(),
+        }
+
+
+def new_batch_id(kind: str) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-batch-{'p1' if kind == 'phase1-creation' else 'p4'}-{secrets.token_hex(3)}"
+
+
+Previous = tuple[RunRecord, RunView]
+
+
+def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dict[str, Previous]:
+    """The latest run of ``kind`` of each design directory (by its recorded path); with
+    ``directory``, of that one only (read afresh, e.g. once its lock is held)."""
+    found: dict[str, tuple[RunRecord, RunView]] = {}
+    for record, view in store.records(directory):
+        if record.kind != kind:
+            continue
+        current = found.get(record.directory)
+        if current is None or record.created > current[0].created:
+            found[record.directory] = (record, view)
+    return found
+
+
+def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: str) -> bool:
+    """Whether the directory's last run passed on these very inputs and left these outputs."""
+    if previous is None:
+        return False
+    record, view = previous
+    return (
+        view.outcome == PASS
+        and record.inputs == inputs
+        and view.outputs is not None
+        and view.outputs == outputs_digest(design, kind)
+    )
+
+
+def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
+    """Whether the directory's latest run did not finish (so a batch resumes it)."""
+    return (
+        previous is not None and previous[1].outcome is None and previous[1].state in UNFINISHED | {"running"}
+    )
