@@ -159,7 +159,12 @@ def test_the_batchs_own_sarif_and_report_never_make_it_run_again(tmp_path: Path)
         code, again = cli_json(args, repo)
         assert (code, rows(again)) == (0, [("skipped", "PASS", [])])
     private = open_session(repo, SessionOptions(runs_dir=repo / "runs")).runtime.private_dirs
-    assert {repo / "designloop.sarif", repo / "designloop-report"} <= set(private)  # no role reads them
+    written = {
+        repo / "designloop.sarif",
+        *(repo / "designloop-report" / n for n in ("report.html", "report.md")),
+    }
+    assert written <= set(private)  # no role reads them
+    assert repo / "designloop-report" not in private  # only the files designloop wrote
     assert json.loads((repo / "designloop.sarif").read_text())["version"] == "2.1.0"
 
 
@@ -181,6 +186,11 @@ def test_each_models_server_counts_and_a_model_reaches_the_whole_repository(
     assert fingerprint(repo) == offline  # no role talks to OpenAI
     outside.write_text("two\n")
     assert fingerprint(repo) == offline  # the offline engine reads the code root only
+    (repo / "code" / ".idea").mkdir()
+    (repo / "code" / ".idea" / "workspace.xml").write_text("<project/>\n")
+    assert fingerprint(repo) == offline  # nor hidden directories: the code index skips them
+    (repo / "code" / ".env.example").write_text("REDIS_URL=\n")
+    assert fingerprint(repo) != offline  # a hidden file it lists counts
 
     monkeypatch.setenv("OLLAMA_BASE_URL", "http://127.0.0.1:9/v1")
     ollama = fingerprint(repo, model="ollama:llama3")
@@ -189,3 +199,35 @@ def test_each_models_server_counts_and_a_model_reaches_the_whole_repository(
     again = fingerprint(repo, model="ollama:llama3")
     outside.write_text("three\n")
     assert fingerprint(repo, model="ollama:llama3") != again  # a model's tools read the repository
+    again = fingerprint(repo, model="ollama:llama3")
+    (repo / "code" / ".idea" / "workspace.xml").write_text("<project version='5'/>\n")
+    assert fingerprint(repo, model="ollama:llama3") != again  # hidden directories too
+
+
+def test_a_report_written_into_a_design_directory_takes_only_its_own_files_out_of_reach(
+    tmp_path: Path,
+) -> None:
+    repo = example_repo(tmp_path)
+    directory = repo / "docs" / "adr" / "0001-request-rate-limiter"
+    created = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "create", str(directory), "--json"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    run_id = json.loads(created.stdout)["run_id"]
+    report = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "report", run_id, "--out", str(directory)],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    recorded = json.loads((repo / "runs" / "byproducts.json").read_text())["paths"]
+    rel = "docs/adr/0001-request-rate-limiter"
+    assert recorded == [f"{rel}/report.html", f"{rel}/report.md"]  # never the directory the user named
+    for name in ("design.md", "design-mechanics.md"):
+        (directory / "_workflow" / name).unlink(missing_ok=True)
+    again = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "create", str(directory), "--json"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr  # its research log stays readable to the author
+    assert json.loads(again.stdout)["outcome"] == "PASS"

@@ -6,9 +6,12 @@ lock's release deletes only its own holder row."""
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -18,8 +21,9 @@ from workerkit import query, wait_until
 from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
 from pipeline.graph.deps import RunDeps
+from pipeline.graph.watch import watched
 from pipeline.offline.driver import engine_model
-from pipeline.runs.lock import LockLost, holder_for
+from pipeline.runs.lock import LOCK_NAME, FileRunLock, LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import PgLock
 from pipeline.runs.pg_store import PgStore
 
@@ -156,3 +160,43 @@ def test_a_holder_that_lost_its_lock_releases_only_its_own_row(pg_url: str, tmp_
     finally:
         first.close()
         second.close()
+
+
+def test_a_lock_file_that_cannot_be_checked_stops_the_run_and_a_failing_check_never_ends_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "_workflow").mkdir()
+    lock = FileRunLock(tmp_path)
+    lock.acquire(holder_for("20260101-000000-p1-nfs"))
+    real_stat = os.stat
+
+    def stale(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(path).endswith(LOCK_NAME):
+            raise OSError(errno.ESTALE, "Stale file handle")
+        return real_stat(path, *args, **kwargs)
+
+    try:
+        with monkeypatch.context() as patched:  # an NFS checkout after a failover
+            patched.setattr("pipeline.runs.lock.os.stat", stale)
+            with pytest.raises(LockLost, match="cannot be checked: Stale file handle"):
+                lock.check()
+    finally:
+        lock.release()
+
+    class Flaky:  # a check that fails for another reason is asked again; the work's result stands
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def check(self) -> None:
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("the store's pool is being reset")
+
+    flaky = Flaky()
+
+    async def work() -> str:
+        while flaky.calls < 3:  # evidence: the watch went on after the failed check
+            await asyncio.sleep(0.01)
+        return "finished"
+
+    assert asyncio.run(watched(cast(RunLock, flaky), work(), every=0.01)) == "finished"

@@ -99,3 +99,21 @@ def _key_values(url: str) -> list[str]:
     from psycopg.conninfo import conninfo_to_dict
 
     return [f"{k}={v}" for k, v in conninfo_to_dict(url).items()]
+
+
+def test_an_address_naming_no_part_takes_them_from_the_pg_environment(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    monkeypatch.setenv("PGPASSWORD", SECRET)
+    address = parse_store("postgresql://")
+    assert address.shown == "postgresql://" and SECRET in address.secrets  # scrubbed if quoted
+    parts = conninfo_to_dict(pg_url)
+    pg_env = {"PGHOST": "host", "PGPORT": "port", "PGUSER": "user", "PGDATABASE": "dbname"}
+    for name, key in pg_env.items():
+        monkeypatch.setenv(name, str(parts[key]))
+    repo = batch_repo(tmp_path, ["a"])
+    listed = designloop(repo, "runs", "--json", "--store", "postgresql://")
+    assert listed.returncode == 0, listed.stderr  # as a CI service container is reached
+    assert SECRET not in listed.stdout + listed.stderr

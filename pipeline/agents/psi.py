@@ -10,7 +10,7 @@ own name.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
 
-from pipeline.agents.readable import walk
+from pipeline.agents.readable import nothing, walk
 from pipeline.settings import data_dir, load_toml
 
 
@@ -186,15 +186,18 @@ class _Walker:
         return " ".join(source[: end - node.start_byte].decode("utf-8", "replace").split()).rstrip(":{ ")
 
 
-def iter_sources(root: Path) -> Iterator[Path]:
-    """The files the index lists: the shared walk (agents.readable), hidden directories left out."""
-    return walk(root, hidden_dirs=False)
+def iter_sources(root: Path, private: Callable[[Path], bool] = nothing) -> Iterator[Path]:
+    """The files the index lists: the shared walk (agents.readable), hidden directories and the
+    paths ``private`` covers left out."""
+    return walk(root, private, hidden_dirs=False)
 
 
-def build_index(root: Path, under: Path | None = None) -> CodeIndex:
+def build_index(
+    root: Path, under: Path | None = None, private: Callable[[Path], bool] = nothing
+) -> CodeIndex:
     index = CodeIndex(root=root, root_under=under or root)
     by_ext = _by_extension()
-    for path in iter_sources(under or root):
+    for path in iter_sources(under or root, private):
         rel = path.relative_to(root).as_posix()
         index.files.append(rel)
         spec = by_ext.get(path.suffix)

@@ -5,11 +5,12 @@ A walk yields the regular files under a directory (a symlink to one counts; sock
 devices and dangling links are never yielded, so nothing ever opens them), hidden files
 included, and skips the directories of ``SKIP_DIRS`` (version control, virtual environments,
 caches, build output) and whatever the caller keeps private. The code index also skips hidden
-directories; the tools do not, so the tools' walk is the wider one, and the one the fingerprint
-digests.
+directories; the tools do not. The fingerprint digests the walk of whoever reads the code: the
+code index's when every role runs on the offline engine, the tools' when a model runs.
 
-designloop's own outputs written into the repository (a batch's ``--sarif`` file, the
-directories ``report --out`` writes to) are recorded in the runs directory: no role reads them
+designloop's own output files written into the repository (a batch's ``--sarif`` file, the
+``report.html`` and ``report.md`` that ``report --out`` wrote) are recorded in the runs
+directory (``byproducts.json``; deleting it forgets them): no role reads them
 (they quote other roles' findings), and the fingerprint leaves them out (a batch's report is
 never an input of the next batch).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pipeline.formats.textio import atomic_write
@@ -44,7 +45,8 @@ SKIP_DIRS = frozenset(
 BYPRODUCTS = "byproducts.json"
 
 
-def _nothing(path: Path) -> bool:
+def nothing(path: Path) -> bool:
+    """No path is private."""
     return False
 
 
@@ -56,7 +58,7 @@ def regular(path: Path) -> bool:
         return False
 
 
-def walk(base: Path, private: Callable[[Path], bool] = _nothing, hidden_dirs: bool = True) -> Iterator[Path]:
+def walk(base: Path, private: Callable[[Path], bool] = nothing, hidden_dirs: bool = True) -> Iterator[Path]:
     """The regular files under ``base`` in a stable order, but for ``SKIP_DIRS``, the paths
     ``private`` covers (it is handed each directory and file as found) and, unless
     ``hidden_dirs``, the directories whose name starts with a dot."""
@@ -85,13 +87,16 @@ def byproducts(runs_dir: Path, repo_root: Path) -> tuple[Path, ...]:
     return tuple((repo_root / p).resolve() for p in paths if isinstance(p, str) and p)
 
 
-def record_byproduct(runs_dir: Path, repo_root: Path, path: Path) -> None:
-    """Remember that designloop wrote ``path`` (a file or a directory) into the repository."""
-    real = path.resolve()
+def record_byproducts(runs_dir: Path, repo_root: Path, files: Iterable[Path]) -> None:
+    """Remember the files designloop itself just wrote into the repository (never a directory
+    the user named: only what designloop wrote is its own)."""
     root = repo_root.resolve()
-    if not real.is_relative_to(root) or real == root:
-        return
-    rel = real.relative_to(root).as_posix()
+    written = {
+        real.relative_to(root).as_posix()
+        for real in (f.resolve() for f in files)
+        if real.is_relative_to(root) and real != root and real.is_file()
+    }
     earlier = {p.relative_to(root).as_posix() for p in byproducts(runs_dir, root) if p.is_relative_to(root)}
-    known = sorted(earlier | {rel})
-    atomic_write(runs_dir / BYPRODUCTS, json.dumps({"paths": known}, indent=2) + "\n")
+    if written <= earlier:
+        return
+    atomic_write(runs_dir / BYPRODUCTS, json.dumps({"paths": sorted(earlier | written)}, indent=2) + "\n")

@@ -150,7 +150,7 @@ class ToolContext:
             root = (self.code_root or self.repo_root).resolve()
             if not root.is_relative_to(self.repo_root):
                 root = self.repo_root
-            self._index = build_index(self.repo_root, root)
+            self._index = build_index(self.repo_root, root, lambda p: self.private.covers(p.resolve()))
         return self._index
 
 

@@ -168,7 +168,7 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     """Write the batch's SARIF and record it as designloop's own output (never an input of the
     next batch). A failure after the runs (checked up front, so a race) is reported, and the
     exit is 2 unless the batch's own is more urgent: the batch's results are printed still."""
-    from pipeline.agents.readable import record_byproduct
+    from pipeline.agents.readable import record_byproducts
     from pipeline.cli.batch_sarif import batch_sarif
     from pipeline.errors import ExitCode
     from pipeline.formats.textio import atomic_write
@@ -176,7 +176,7 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
 
     try:
         atomic_write(target, batch_sarif(batch))
-        record_byproduct(runs, root, target)
+        record_byproducts(runs, root, [target])
     except OSError as exc:
         typer.echo(f"designloop: {target}: cannot write the SARIF file: {exc.strerror}", err=True)
         return EXIT_RANK[min(EXIT_RANK.index(batch.exit_code), EXIT_RANK.index(ExitCode.BAD_INPUT))]

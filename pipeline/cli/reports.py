@@ -29,7 +29,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report of a run (and Markdown beside it) from its records;
     with --batch, a page with one row per design directory of a batch, linking each run's report."""
-    from pipeline.agents.readable import record_byproduct
+    from pipeline.agents.readable import record_byproducts
     from pipeline.errors import InputError
     from pipeline.runs.preflight import writable_dir
     from pipeline.settings import repo_root
@@ -46,8 +46,8 @@ def report(
             )
         else:
             paths = _run_report(opened.run_dir(run_id), out)
-        if out is not None:  # designloop's own output: no role reads it, no batch counts it
-            record_byproduct(opened.runs_dir, repo_root(out.resolve()), out)
+        if out is not None:  # designloop's own files: no role reads them, no batch counts them
+            record_byproducts(opened.runs_dir, repo_root(out.resolve()), paths)
     finally:
         opened.close()
     for path in paths:

@@ -26,7 +26,6 @@ from typing import Any
 
 from pipeline.agents.cache import LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
-from pipeline.agents.session import servers
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.graph.batch_rows import (
@@ -34,20 +33,21 @@ from pipeline.graph.batch_rows import (
     BatchOptions,
     Previous,
     Row,
+    fingerprint,
     latest_runs,
     new_batch_id,
+    start_new,
     unchanged,
     unfinished,
 )
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
-from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
-from pipeline.runs.setup import OpenRun, RunPlan, load_run, plan_run, start_run
-from pipeline.runs.store import RunStore
+from pipeline.runs.setup import OpenRun, RunPlan, load_run, plan_run
+from pipeline.runs.store import RunStore, emit
 from pipeline.settings import CACHE_DIR, repo_root
 
 __all__ = ["Batch", "BatchOptions", "BatchRunner", "Row"]
@@ -137,8 +137,7 @@ class BatchRunner:
             plan = plan_run(opts.kind, directory, opts.session, opts.warmup, None, opts.fail_on)
             design = plan.design
             row.directory = portable(design.root, design.repo_root)
-            runtime = plan.session.runtime
-            inputs = self.fingerprints.inputs(design, opts.kind, runtime.model_specs, servers(runtime))
+            inputs = fingerprint(plan, self.fingerprints)
             before = previous.get(row.directory)
             if unchanged(before, inputs, design, opts.kind):
                 self._skip(row, before)
@@ -236,11 +235,7 @@ class BatchRunner:
         return self._start(plan, inputs, lock), False
 
     def _start(self, plan: RunPlan, inputs: str, lock: RunLock) -> OpenRun:
-        lock.relabel(holder_for(plan.run_id))  # the lock names the run that works, not one it replaced
-        plan.inputs = inputs
-        run = start_run(plan)
-        self.store.register(run.run_dir)
-        return self._equip(run)
+        return self._equip(start_new(plan, inputs, self.store, lock))
 
     def _equip(self, run: OpenRun) -> OpenRun:
         runtime = run.session.runtime
@@ -274,11 +269,7 @@ class BatchRunner:
 
     def _record_outputs(self, run: OpenRun, design: DesignDir) -> None:
         """The outputs the passing run left, so the next batch can tell they are unchanged."""
-        log = EventLog(run.run_dir)
-        published = self.store.publish(run.run_dir)
-        if published is not None:
-            log.subscribe(published)
-        log.emit("outputs", digest=outputs_digest(design, self.options.kind))
+        emit(self.store, run.run_dir, "outputs", digest=outputs_digest(design, self.options.kind))
 
     def _end(self, row: Row, action: str, code: ExitCode, message: str | None) -> None:
         row.action, row.exit_code, row.message = action, int(code), message

@@ -15,13 +15,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.session import SessionOptions
+from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
 from pipeline.graph.state import PASS
-from pipeline.runs.fingerprint import outputs_digest
+from pipeline.runs.fingerprint import Fingerprints, outputs_digest
+from pipeline.runs.lock import RunLock, holder_for
 from pipeline.runs.records import FailOn, RunRecord
+from pipeline.runs.setup import OpenRun, RunPlan, start_run
 from pipeline.runs.store import RunStore
 from pipeline.runs.views import RunView
 
@@ -166,3 +168,20 @@ def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
     return (
         previous is not None and previous[1].outcome is None and previous[1].state in UNFINISHED | {"running"}
     )
+
+
+def fingerprint(plan: RunPlan, fingerprints: Fingerprints) -> str:
+    """The inputs fingerprint of a planned run (runs.fingerprint), its models' servers included."""
+    runtime = plan.session.runtime
+    return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime))
+
+
+def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None = None) -> OpenRun:
+    """Start the planned run with its fingerprint, in the store; the directory's lock, when held,
+    names it from now on (not a run it replaces)."""
+    if lock is not None:
+        lock.relabel(holder_for(plan.run_id))
+    plan.inputs = inputs
+    run = start_run(plan)
+    store.register(run.run_dir)
+    return run

@@ -3,7 +3,8 @@
 While a run works, ``watched`` asks the lock every ``WATCH_SECONDS`` whether this process still
 holds it (on the PostgreSQL store that is a query on the lock's own session, which also keeps
 the session from ever being idle: an ``idle_session_timeout`` never ends it). When the lock is
-gone, the run is cancelled at once and ``LockLost`` says why: it stopped where it was, its last
+gone, the run is cancelled (a model call in flight is abandoned; an offline spawn, which runs
+in a thread, finishes first) and ``LockLost`` says why: it stopped where it was, its last
 checkpoint stands, and it is resumed like any interrupted run. The same check is the fence the
 finish calls right before its writes that cannot be taken back (the stamp, the review-log
 entry), so a lock lost between two watches is caught there.
@@ -40,6 +41,8 @@ async def watched(lock: RunLock | None, work: Awaitable[T], every: float | None 
                 found.append(exc)
                 task.cancel()
                 return
+            except Exception:  # not an answer either way: ask again next time (the fence asks too)
+                continue
 
     watcher = asyncio.create_task(watch())
     try:
@@ -50,5 +53,6 @@ async def watched(lock: RunLock | None, work: Awaitable[T], every: float | None 
         raise
     finally:
         watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        # The watcher's own end never replaces the work's result.
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher

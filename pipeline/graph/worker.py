@@ -30,14 +30,16 @@ from typing import Any
 
 import psycopg
 
-from pipeline.agents.session import SessionOptions, servers
+from pipeline.agents.session import SessionOptions
 from pipeline.errors import ExitCode, InputError
 from pipeline.graph.batch_rows import (
     Batch,
     BatchOptions,
     Row,
+    fingerprint,
     latest_runs,
     new_batch_id,
+    start_new,
     unchanged,
     unfinished,
 )
@@ -49,7 +51,8 @@ from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
 from pipeline.runs.pg_store import PgStore
 from pipeline.runs.records import FailOn, NotResumable, portable
-from pipeline.runs.setup import OpenRun, load_run, plan_run, start_run
+from pipeline.runs.setup import OpenRun, load_run, plan_run
+from pipeline.runs.store import emit
 from pipeline.settings import repo_root
 
 ENTRYPOINT = "designloop_run"
@@ -106,8 +109,7 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
             plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
             design = plan.design
             row.directory = portable(design.root, design.repo_root)
-            runtime = plan.session.runtime
-            inputs = fingerprints.inputs(design, options.kind, runtime.model_specs, servers(runtime))
+            inputs = fingerprint(plan, fingerprints)
             before = previous.get(row.directory)
             if unchanged(before, inputs, design, options.kind):
                 assert before is not None
@@ -116,10 +118,7 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
             if before is not None and unfinished(before):
                 row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
             else:
-                plan.inputs = inputs
-                run = start_run(plan)
-                store.register(run.run_dir)
-                row.action, row.run_id = "queued", run.run_id
+                row.action, row.run_id = "queued", start_new(plan, inputs, store).run_id
         except InputError as exc:
             row.action, row.exit_code, row.message = "bad", int(exc.exit_code), exc.render()
             continue
@@ -259,25 +258,13 @@ class Worker:
         plan = plan_run(
             record.kind, run.design.root, options, record.warmup, run.design.code_root, opts.fail_on
         )
-        runtime = plan.session.runtime
-        fingerprints = Fingerprints(self.store.runs_dir)
-        plan.inputs = fingerprints.inputs(plan.design, record.kind, runtime.model_specs, servers(runtime))
-        lock.relabel(holder_for(plan.run_id))
-        new = start_run(plan)
-        self.store.register(new.run_dir)
-        old = EventLog(run.run_dir)
-        published = self.store.publish(run.run_dir)
-        if published is not None:
-            old.subscribe(published)
-        old.emit("stopped", message=f"cannot be resumed ({exc.message}); run {new.run_id} started anew")
+        new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
+        message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
+        emit(self.store, run.run_dir, "stopped", message=message)
         return self._share(new)
 
     def _record_outputs(self, run: OpenRun, result: RunResult) -> None:
         state = result.state
-        log = EventLog(run.run_dir)
         passed = state is not None and state.outcome is not None and state.outcome.verdict == PASS
-        if passed and not log.recorded("outputs"):
-            published = self.store.publish(run.run_dir)
-            if published is not None:
-                log.subscribe(published)
-            log.emit("outputs", digest=outputs_digest(run.design, run.record.kind))
+        if passed and not EventLog(run.run_dir).recorded("outputs"):
+            emit(self.store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, first_line
 
 STORE_ENV = "DESIGNLOOP_STORE"
 SCHEMES = ("postgresql", "postgres")
@@ -56,15 +56,14 @@ def _parsed(text: str) -> dict[str, str]:
         parts = conninfo_to_dict(text)
     except psycopg.Error as exc:
         # libpq quotes the token it stumbled on, which may be a piece of the password.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc, "")
         reason = re.sub(r'"([^"]*)"', lambda m: m.group(0) if len(m.group(1)) < 2 else '"…"', first)
         raise InputError(
             f"--store is not a valid PostgreSQL address ({reason or type(exc).__name__})", hint=HINT
         ) from None
-    values = {k: str(v) for k, v in parts.items() if v is not None}
-    if not values:
-        raise InputError("--store names no PostgreSQL server", hint=HINT)
-    return values
+    # An address may name no part at all (``postgresql://``): libpq takes them from PGHOST,
+    # PGUSER, PGPASSWORD ... as CI service containers set them.
+    return {k: str(v) for k, v in parts.items() if v is not None}
 
 
 def _check_ports(parts: dict[str, str], shown: str) -> None:
@@ -99,7 +98,9 @@ def parse_store(text: str) -> StoreAddress:
     parts = _parsed(text)
     shown = _shown(parts)
     _check_ports(parts, shown)
-    return StoreAddress(text, shown, tuple(v for k, v in parts.items() if k in SECRET_KEYS and v))
+    secrets = [v for k, v in parts.items() if k in SECRET_KEYS and v]
+    secrets += [v for name in ("PGPASSWORD", "PGSSLPASSWORD") if (v := os.environ.get(name))]
+    return StoreAddress(text, shown, tuple(secrets))
 
 
 def redact(url: str) -> str:

@@ -10,11 +10,12 @@ run ended PASS: no run starts and no request is sent. The inputs are
   the user's loop settings: ``agents.roles.workflow_definitions``);
 * the design directory's inputs: the research log, the implementation plan, the track files,
   its designloop.toml, and for phase 4 the frozen design and its companion;
-* the code the run can read: every file the tools' walk yields (agents.readable: hidden files
-  and directories included, but for version control, virtual environments, caches and build
-  output), under the code root when every role runs on the offline engine (its tools read the
-  code through the code index of the code root), else under the repository root (a model's
-  Grep, Glob and Read reach the whole repository). Left out: the runs directory and
+* the code the run can read: when every role runs on the offline engine, the files the code
+  index lists under the code root (the engine reads the code only through it: hidden files
+  included, hidden directories not); else every file the tools' walk yields under the
+  repository root (a model's Grep, Glob and Read reach all of it, hidden directories too).
+  Both walks (agents.readable) skip version control, virtual environments, caches and build
+  output. Left out: the runs directory and
   designloop's recorded outputs (agents.readable.byproducts; no role reads them), and every
   design directory's ``_workflow/`` and phase-4 outputs: the documents designloop writes
   (counting one directory's documents as another's code would make the two re-run each other
@@ -83,15 +84,17 @@ def _files(paths: Iterable[Path], root: Path) -> list[tuple[str, str]]:
     return [(p.relative_to(root).as_posix(), _file_digest(p)) for p in paths if p.is_file()]
 
 
-def code_digest(code_root: Path, skip: Iterable[Path] = ()) -> str:
-    """Every file under ``code_root`` the run can read (see the module's list), by content."""
+def code_digest(code_root: Path, skip: Iterable[Path] = (), hidden_dirs: bool = True) -> str:
+    """Every file under ``code_root`` the run can read (see the module's list), by content;
+    without ``hidden_dirs``, as the code index walks it (hidden directories left out)."""
     root = code_root.resolve()
     skipped = {p.resolve() for p in skip}
 
     def left_out(path: Path) -> bool:
         return path.name in DESIGN_NAMES or path in skipped
 
-    entries = [(path.relative_to(root).as_posix(), _file_digest(path)) for path in walk(root, left_out)]
+    found = walk(root, left_out, hidden_dirs)
+    entries = [(path.relative_to(root).as_posix(), _file_digest(path)) for path in found]
     return _hash(entries)
 
 
@@ -124,14 +127,15 @@ class Fingerprints:
     def __init__(self, runs_dir: Path, skip: Iterable[Path] = ()) -> None:
         self.runs_dir = runs_dir
         self.skip = tuple(skip)
-        self._code: dict[Path, str] = {}
+        self._code: dict[tuple[Path, bool], str] = {}
         self._workflow: dict[Path, str] = {}
 
-    def code(self, root: Path, repo_root: Path) -> str:
-        if root not in self._code:
+    def code(self, root: Path, repo_root: Path, wide: bool) -> str:
+        """``wide``: walked as a model's tools walk it, else as the code index does."""
+        if (root, wide) not in self._code:
             left_out = (self.runs_dir, *byproducts(self.runs_dir, repo_root), *self.skip)
-            self._code[root] = code_digest(root, left_out)
-        return self._code[root]
+            self._code[root, wide] = code_digest(root, left_out, hidden_dirs=wide)
+        return self._code[root, wide]
 
     def workflow(self, repo_root: Path) -> str:
         if repo_root not in self._workflow:
@@ -150,7 +154,7 @@ class Fingerprints:
             ("models", sorted(models.items())),
             ("servers", sorted(servers.items())),
             ("workflow", self.workflow(design.repo_root)),
-            ("code", self.code(root, design.repo_root)),
+            ("code", self.code(root, design.repo_root, wide)),
             ("code_root", design.rel(design.code_root)),
         ]
         parts += _files(input_files(design, kind), design.root)

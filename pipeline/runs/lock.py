@@ -159,7 +159,12 @@ class FileRunLock:
     def check(self) -> None:
         if self._fd is None:
             raise lost(self.directory, self._holder, "it was released")
-        if not self._at_path(self._fd):
+        try:
+            there = self._at_path(self._fd)
+        except OSError as exc:  # a stale NFS handle, a permission taken away: nothing vouches for it
+            why = f"its lock file {self.path} cannot be checked: {exc.strerror or exc}"
+            raise lost(self.directory, self._holder, why) from None
+        if not there:
             raise lost(self.directory, self._holder, f"its lock file {self.path} was removed or replaced")
 
     def _open(self) -> int:

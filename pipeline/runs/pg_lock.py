@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, first_line
 from pipeline.runs.address import scrub
 from pipeline.runs.lock import FileRunLock, Holder, holder_from, lost, refusal
 
@@ -111,7 +111,7 @@ def connect(
     try:
         return psycopg.connect(dsn, autocommit=True, options=options, connect_timeout=10, **extra)
     except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise InputError(
             f"cannot reach the run store {shown}: {scrub(first, hidden)}",
             hint="check the --store address (or DESIGNLOOP_STORE) and that the PostgreSQL server is up",
@@ -186,7 +186,7 @@ class PgLock:
             held = conn.execute(HELD_SQL, (self.key,)).fetchall()
             mine = any(pid == conn.info.backend_pid for (pid,) in held)
         except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             raise lost(self.directory, self._holder, f"the store's session ended: {first}") from None
         if not mine:
             raise lost(self.directory, self._holder, "the store's session no longer holds it")

@@ -251,6 +251,17 @@ def load_batch_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def emit(store: RunStore, run_dir: Path, kind: str, **data: Any) -> None:
+    """Append one event to a run's log, published to the store the run lives in."""
+    from pipeline.runs.events import EventLog
+
+    log = EventLog(run_dir)
+    published = store.publish(run_dir)
+    if published is not None:
+        log.subscribe(published)
+    log.emit(kind, **data)
+
+
 def open_store(url: str | None, runs_dir: Path) -> RunStore:
     """The local store, or the PostgreSQL one for a PostgreSQL address (a ``postgresql://`` URI
     or a ``key=value`` connection string, checked before anything connects: runs.address)."""
