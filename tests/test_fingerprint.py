@@ -231,3 +231,21 @@ def test_a_report_written_into_a_design_directory_takes_only_its_own_files_out_o
     )  # fmt: skip
     assert again.returncode == 0, again.stderr  # its research log stays readable to the author
     assert json.loads(again.stdout)["outcome"] == "PASS"
+
+
+def test_a_report_written_into_a_nested_checkout_is_recorded_in_the_runs_repository(tmp_path: Path) -> None:
+    repo = batch_repo(tmp_path, ["a"])
+    (repo / "report.md").write_text("# The team's own report\n")
+    pages = repo / "gh-pages"
+    (pages / ".git").mkdir(parents=True)  # a second checkout inside the repository
+    code, _ = cli_json(["batch", "create", "docs/adr/*", "--no-warmup"], repo)
+    assert code == 0
+    report = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "report", "--batch", "--out", "gh-pages"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    recorded = json.loads((repo / "runs" / "byproducts.json").read_text())["paths"]
+    assert recorded == ["gh-pages/report.html", "gh-pages/report.md"]
+    private = open_session(repo, SessionOptions(runs_dir=repo / "runs")).runtime.private_dirs
+    assert repo / "gh-pages" / "report.html" in private and repo / "report.md" not in private

@@ -21,24 +21,24 @@ from pipeline.formats.review_log import parse_entries
 DOC = long_design(sections=8) + "\n"
 
 
+def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``designloop enqueue create 'docs/adr/*' --store URL ARGS --json`` in ``repo``."""
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", url, *args, "--json"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
 def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b", "c"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
-        queued = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
-             *model, "--no-warmup", "--json"],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        queued = enqueue(repo, pg_url, *model, "--no-warmup")
         assert queued.returncode == 0, queued.stderr
         runs = {Path(d["directory"]).name: d["run_id"] for d in json.loads(queued.stdout)["directories"]}
         assert len(set(runs.values())) == 3
         # The same directories again while queued: nothing is queued twice.
-        again = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
-             *model, "--no-warmup", "--json"],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        again = enqueue(repo, pg_url, *model, "--no-warmup")
         assert {d["run_id"] for d in json.loads(again.stdout)["directories"]} == set(runs.values())
         assert query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 3
 
@@ -85,11 +85,7 @@ def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: s
     repo = batch_repo(tmp_path, ["a", "b"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
-        queued = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", pg_url,
-             *model, "--no-warmup", "--json"],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        queued = enqueue(repo, pg_url, *model, "--no-warmup")
         assert queued.returncode == 0, queued.stderr
         runs = {Path(d["directory"]).name: d["run_id"] for d in json.loads(queued.stdout)["directories"]}
         workers = [worker(pg_url, repo, "--jobs", "2", "--drain") for _ in range(2)]

@@ -47,7 +47,9 @@ def report(
         else:
             paths = _run_report(opened.run_dir(run_id), out)
         if out is not None:  # designloop's own files: no role reads them, no batch counts them
-            record_byproducts(opened.runs_dir, repo_root(out.resolve()), paths)
+            # Relative to the repository the commands run in (that of the default runs
+            # directory, as for a batch's --sarif), never to a checkout nested in it.
+            record_byproducts(opened.runs_dir, repo_root(), paths)
     finally:
         opened.close()
     for path in paths:

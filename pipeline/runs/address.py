@@ -98,9 +98,7 @@ def parse_store(text: str) -> StoreAddress:
     parts = _parsed(text)
     shown = _shown(parts)
     _check_ports(parts, shown)
-    secrets = [v for k, v in parts.items() if k in SECRET_KEYS and v]
-    secrets += [v for name in ("PGPASSWORD", "PGSSLPASSWORD") if (v := os.environ.get(name))]
-    return StoreAddress(text, shown, tuple(secrets))
+    return StoreAddress(text, shown, tuple(v for k, v in parts.items() if k in SECRET_KEYS and v))
 
 
 def redact(url: str) -> str:
