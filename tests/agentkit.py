@@ -165,3 +165,16 @@ def spawn_of(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
             if isinstance(data, dict) and "role" in data:
                 return data
     return None
+
+
+def events_so_far(runs: Path, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The events of a run (of every run, by default) under ``runs`` so far, for tests that wait
+    on evidence while the run goes on: a line still being written is not evidence yet."""
+    out = []
+    for path in runs.glob(f"{run_id or '*'}/events.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out

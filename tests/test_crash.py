@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentkit import chat_completion, make_repo, send_json, spawn_of
+from agentkit import chat_completion, events_so_far, make_repo, send_json, spawn_of
 from graphkit import long_design
 
 from pipeline.errors import ExitCode
@@ -74,18 +74,6 @@ class Script(BaseHTTPRequestHandler):
         pass
 
 
-def _events(runs: Path) -> list[dict[str, Any]]:
-    """The run's events so far; a line still being written is not evidence yet."""
-    out = []
-    for path in runs.glob("*/events.jsonl"):
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
-
-
 def _cli(args: list[str], cwd: Path) -> list[str]:
     return [sys.executable, "-m", "pipeline.cli", *args]
 
@@ -132,7 +120,7 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
         while time.monotonic() < deadline:
             done_spawns = {
                 (e["role"], e["slice"][0] if e.get("slice") else None)
-                for e in _events(runs)
+                for e in events_so_far(runs)
                 if e["type"] == "spawn" and e["status"] == "ok"
             }
             with Script.lock:

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentkit import chat_completion, send_json, spawn_of
+from agentkit import chat_completion, events_so_far, send_json, spawn_of
 from conftest import STAMP
 from editkit import edit, kinds_logged, stamped_repo
 
@@ -56,17 +56,6 @@ class Script(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
-
-
-def _events(runs: Path, run_id: str | None) -> list[dict[str, Any]]:
-    out = []
-    for path in runs.glob(f"{run_id or '*'}/events.jsonl"):
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line still being written is not evidence yet
-    return out
 
 
 def test_sigkill_during_an_edits_review_then_resume(tmp_path: Path) -> None:
@@ -123,7 +112,11 @@ def test_sigkill_during_an_edits_review_then_resume(tmp_path: Path) -> None:
                 (p.name for p in runs.iterdir() if p.name not in before and (p / "run.json").is_file()), None
             )
             done = (
-                {e["role"] for e in _events(runs, run_id) if e["type"] == "spawn" and e["status"] == "ok"}
+                {
+                    e["role"]
+                    for e in events_so_far(runs, run_id)
+                    if e["type"] == "spawn" and e["status"] == "ok"
+                }
                 if run_id
                 else set()
             )
