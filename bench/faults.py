@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,6 @@ class Tally:
     one_entry: int = 0
     identical: int = 0
     hangs: int = 0
-    seconds: list[float] = field(default_factory=list)
 
     def row(self, name: str) -> str:
         return (
@@ -114,7 +113,9 @@ class Trial:
         return found[0] if found else None
 
     def finish(self, tally: Tally, reference: bytes | None) -> bytes:
-        """Resume (or start again) until the run ends; then score it."""
+        """Resume (or start again) until the run ends; then score it. A trial that scores short
+        prints what its last command said (on stderr), so the case can be looked into."""
+        said = ""
         for _ in range(5):
             run_id = self.run_id()
             self.server.epoch += 1
@@ -127,14 +128,25 @@ class Trial:
             except subprocess.TimeoutExpired:
                 tally.hangs += 1
                 break
+            tail = done.stderr.decode(errors="replace")[-2000:]
+            said = f"{' '.join(args[:2])}: exit {done.returncode}: {tail}"
             if done.returncode == 0:
                 break
         entries = parse_entries(self.d.mutations) if self.d.mutations.exists() else []
         run_id = self.run_id()
         tally.trials += 1
-        tally.one_entry += int(len(entries) == 1 and entries[0].run_id == run_id)
+        one = len(entries) == 1 and entries[0].run_id == run_id
         produced = self.d.design.read_bytes() if self.d.design.exists() else b""
-        tally.identical += int(reference is not None and produced == reference)
+        same = reference is not None and produced == reference
+        tally.one_entry += int(one)
+        tally.identical += int(same)
+        if not (one and same):
+            runs = sorted(p.name for p in self.runs.iterdir()) if self.runs.is_dir() else []
+            print(
+                f"{self.base.name}: review-log entries {[e.run_id for e in entries]}, runs {runs}, "
+                f"design.md {'identical' if same else 'differs'}; last {said}",
+                file=sys.stderr,
+            )
         return produced
 
 

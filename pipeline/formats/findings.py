@@ -8,7 +8,8 @@ a model: they are left out of the JSON schema a model is given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -130,6 +131,26 @@ def _subject(f: Finding) -> tuple[object, ...]:
     return (f.rule, f.file, quote) if quote else (f.rule, f.file, f.section, f.line, f.message)
 
 
+ALSO_SHOWN = 8
+ALSO_RE = re.compile(r" \(also on lines? ([0-9, ]+?)(?:, \.\.\.)?\)$")
+
+
+def also_note(lines: Sequence[int]) -> str:
+    """`` (also on lines 7, 9)``: the other places of one finding's subject, the first eight."""
+    shown = ", ".join(str(n) for n in lines[:ALSO_SHOWN]) + (", ..." if len(lines) > ALSO_SHOWN else "")
+    return f" (also on line{'s' if len(lines) > 1 else ''} {shown})"
+
+
+def with_also(message: str, lines: Iterable[int]) -> str:
+    """``message`` with its "also on" note naming ``lines`` as well (one note, never two)."""
+    match = ALSO_RE.search(message)
+    listed = [int(n) for n in match.group(1).split(", ")] if match else []
+    every = sorted(set(listed) | set(lines))
+    if every == listed:
+        return message
+    return (message[: match.start()] if match else message) + also_note(every)
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """One deduplicated list, blockers first (the seed's Step 5).
 
@@ -143,9 +164,10 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     out: list[Finding] = []
     for group in groups.values():
         first = min(group, key=lambda f: (SEVERITY_ORDER[f.severity], f.line or 0))
-        others = sorted({f.line for f in group if f.line is not None and f.line != first.line})
-        if others and not any(f"line {n}" in first.message or f" {n}," in first.message for n in others):
-            shown = ", ".join(str(n) for n in others[:8]) + (", ..." if len(others) > 8 else "")
-            first = first.model_copy(update={"message": f"{first.message} (also on lines {shown})"})
+        others = {f.line for f in group if f.line is not None and f.line != first.line}
+        if others:
+            message = with_also(first.message, others)
+            if message != first.message:
+                first = first.model_copy(update={"message": message})
         out.append(first)
     return sorted(out, key=lambda f: SEVERITY_ORDER[f.severity])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -27,12 +26,12 @@ from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from pipeline.formats.prose_inline import mask_inline
+from pipeline.formats.textio import split_lines
 
 MASK = "\ue000"
 """Stands in for each character that is not prose (a private-use character: no word, no space)."""
 
 REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\]]+)\]:\s*(?P<url>\S+)")
-MASK_RUN_RE = re.compile(MASK + "+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +54,6 @@ class Block:
     in_quote: bool = False
     code: tuple[tuple[int, int], ...] = ()
     """Offsets of each inline code span's content in ``text``."""
-    first_in_item: bool = False
-    """The block is the first paragraph of a list item."""
     links: tuple[tuple[int, int, str], ...] = ()
     """Each link's text (start and end offsets in ``text``) and its destination."""
 
@@ -133,8 +130,7 @@ class ProseView:
     def prose_blocks(self, start: int = 1, end: int | None = None) -> list[Block]:
         """Blocks starting between two lines (a bisection over the block starts)."""
         stop = len(self.lines) if end is None else end
-        starts = [b.start for b in self.blocks] if len(self._starts) != len(self.blocks) else self._starts
-        self._starts = starts
+        starts = self._starts  # filled by parse_prose; nothing changes a view afterwards
         return self.blocks[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, stop)]
 
     def paragraphs(self, start: int = 1, end: int | None = None) -> list[Block]:
@@ -142,8 +138,7 @@ class ProseView:
 
     def heading_before(self, line: int) -> HeadingRef | None:
         """The last heading (any level) above ``line``."""
-        heads = self._heads if len(self._heads) == len(self.headings) else [h.line for h in self.headings]
-        index = bisect.bisect_left(heads, line)
+        index = bisect.bisect_left(self._heads, line)
         return self.headings[index - 1] if index > 0 else None
 
     def non_prose_lines(self) -> set[int]:
@@ -160,9 +155,6 @@ class ProseView:
         """The ``#``/``##`` heading the line falls under (a bisection, not a scan)."""
         index = bisect.bisect_right(self._section_lines, line) - 1
         return self._section_names[index] if index >= 0 else None
-
-    def heading_names(self) -> set[str]:
-        return {h.text.lower() for h in self.headings}
 
     def anchors(self) -> set[str]:
         return {h.anchor for h in self.headings}
@@ -265,14 +257,11 @@ def _cell_block(lines: list[str], line: int, inline: Token, cursor: int) -> tupl
 def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     """The prose view of a Markdown document (``lines`` default to ``text`` split on newlines)."""
     if lines is None:
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = split_lines(text)
     env: dict[str, object] = {}
     tokens = _parser().parse(text, env)
     view = ProseView(lines=lines)
     containers: list[str] = []
-    item_open = False
     row_cursor: dict[int, int] = {}
     for index, token in enumerate(tokens):
         kind = token.type
@@ -280,8 +269,6 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
             containers.append(kind)
         elif kind in ("bullet_list_close", "ordered_list_close", "blockquote_close") and containers:
             containers.pop()
-        if kind == "list_item_open":
-            item_open = True
         if token.map is None and kind != "inline":
             continue
         if kind == "front_matter" and token.map:
@@ -318,9 +305,7 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
                 inline,
                 in_list=any(c != "blockquote_open" for c in containers),
                 in_quote="blockquote_open" in containers,
-                first_in_item=item_open,
             )
-            item_open = False
             if block is not None:
                 view.blocks.append(block)
         elif kind == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
@@ -348,11 +333,3 @@ def _references(view: ProseView, env: dict[str, object]) -> None:
         match = REF_DEF_RE.match(line)
         if match and " ".join(match.group("label").split()).lower() in labels:
             view.references[" ".join(match.group("label").split()).lower()] = (number, match.group("url"))
-
-
-def iter_words(block: Block) -> Iterator[re.Match[str]]:
-    """Each prose word of a block, with its offsets."""
-    return WORD_RE.finditer(block.prose)
-
-
-WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")

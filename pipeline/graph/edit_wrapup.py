@@ -15,7 +15,7 @@ from pipeline.formats.textio import atomic_write, atomic_write_bytes
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState, EditUpdate
 from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, Outcome
-from pipeline.graph.wrapup import OUTCOME_LINE
+from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
 from pipeline.runs.edit_setup import snapshot_reader, touched_files
 
 MECHANICS_SKIP = "SKIPPED — mechanics-edit defers cold-read to next design-sync"
@@ -211,14 +211,5 @@ def step9_present(state: EditState, config: RunnableConfig) -> EditUpdate:
     if state.sync_suggestion:
         parts += ["## Sync suggested", "", state.sync_suggestion, ""]
     atomic_write(deps.run_dir / "summary.md", "\n".join(parts))
-    # The outcome event is the finish's record, written once and last (graph.runner resumes a
-    # finish cut short before it).
-    if not deps.events.recorded("outcome"):
-        deps.events.emit(
-            "outcome",
-            outcome=state.outcome.verdict,
-            line=line,
-            rounds=state.round,
-            review_log_entry=state.review_entry,
-        )
+    record_outcome(deps, state.outcome.verdict, line, state.round, state.review_entry)
     return {"summary": line}

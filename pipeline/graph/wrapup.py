@@ -12,7 +12,7 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
 from pipeline.formats.textio import atomic_write
 from pipeline.graph import entry
-from pipeline.graph.deps import deps_of
+from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.gate import decision_shaped
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
@@ -165,14 +165,12 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
         f"{entry}\n## Outcome\n\n{line}\n"
     )
     atomic_write(deps.run_dir / "summary.md", summary)
-    # The outcome event is the finish's record (status, runs and resume read it): written last,
-    # once. A finish run again after a crash finds it and writes it no second time.
-    if not deps.events.recorded("outcome"):
-        deps.events.emit(
-            "outcome",
-            outcome=state.outcome.verdict,
-            line=line,
-            rounds=state.round,
-            review_log_entry=state.review_entry,
-        )
+    record_outcome(deps, state.outcome.verdict, line, state.round, state.review_entry)
     return {"summary": line}
+
+
+def record_outcome(deps: RunDeps, verdict: str, line: str, rounds: int, entry: int | None) -> None:
+    """The outcome event, the finish's record (status, runs and resume read it): written last,
+    once. A finish run again after a crash finds it and writes it no second time."""
+    if not deps.events.recorded("outcome"):
+        deps.events.emit("outcome", outcome=verdict, line=line, rounds=rounds, review_log_entry=entry)

@@ -110,43 +110,6 @@ def _initials(words: list[str]) -> str:
     return "".join(w[0] for w in words if w.lower() not in SMALL_WORDS).upper()
 
 
-def _title_run(words: list[str], want: str) -> bool:
-    """Capitalised words (small words allowed inside) whose initials spell ``want``."""
-    size = len(want)
-    for index, word in enumerate(words):
-        if word[0] != want[0] or (word.upper() == word and len(word) > 1):
-            continue
-        letters: list[str] = []
-        for follower in words[index : index + 2 * size]:
-            if follower.lower() in SMALL_WORDS and letters:
-                continue
-            if not follower[0].isupper():
-                break
-            letters.append(follower[0])
-            if len(letters) == size:
-                break
-        if "".join(letters) == want:
-            return True
-    return False
-
-
-def spelled_out(text: str, acronym: str) -> bool:
-    """The text defines the acronym: ``long form (ACR)``, ``ACR (long form)``, ``**ACR**``,
-    ``ACR: ...``, ``ACR stands for ...``, or capitalised words whose initials spell it."""
-    esc = re.escape(acronym)
-    if (
-        re.search(rf"\(\s*{esc}s?\s*\)", text)
-        or re.search(rf"\*\*{esc}s?\*\*", text)
-        or re.search(rf"(?<![\w-]){esc}s?\s*(?::|—|–|\s-)\s", text)
-        or re.search(rf"(?<![\w-]){esc}s?{DEFINING_VERB_RE}", text)
-    ):
-        return True
-    for match in re.finditer(rf"(?<![\w-]){esc}s?\s*\(([^)]+)\)", text):
-        if _initials(re.findall(r"[A-Za-z]+", match.group(1))) == acronym.upper():
-            return True
-    return _title_run(re.findall(r"[A-Za-z]+", text), acronym.upper())
-
-
 PAREN_ACR_RE = re.compile(r"\(\s*([A-Z][A-Za-z]*[A-Z])s?\s*\)")
 ACR_PAREN_RE = re.compile(r"(?<![\w-])([A-Z][A-Z]+)s?\s*\(([^)]+)\)")
 LABEL_RE = re.compile(r"\*\*([A-Z][A-Z]+)s?\*\*|(?<![\w-])([A-Z][A-Z]+)s?\s*(?::|—|–|\s-)\s")
@@ -155,7 +118,8 @@ WORDS_RE = re.compile(r"[A-Za-z]+")
 
 
 def definitions(text: str) -> set[str]:
-    """Every acronym the text defines, in one pass (what :func:`spelled_out` would accept)."""
+    """Every acronym the text defines, in one pass: ``long form (ACR)``, ``ACR (long form)``,
+    ``**ACR**``, ``ACR: ...``, ``ACR stands for ...``, or capitalised words whose initials spell it."""
     found = {m.group(1) for m in PAREN_ACR_RE.finditer(text)}
     found |= {m.group(1) for m in VERB_RE.finditer(text)}
     found |= {m.group(1) or m.group(2) for m in LABEL_RE.finditer(text)}

@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.checks.table import SEVERITIES
 from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
 from pipeline.offline import acronyms, prose_lint, wording
 from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_lines
-from pipeline.offline.report import SEVERITIES, Report
+from pipeline.offline.report import Report
 from pipeline.offline.text import (
     HouseRule,
     keywords,
@@ -215,8 +216,7 @@ def audit(
     words: frozenset[str],
 ) -> list[dict[str, Any]]:
     report = Report(view.section_at)
-    blocks = [b for b in view.blocks if start <= b.start <= end]
-    prose = [b for b in blocks if b.kind != "heading"]
+    prose = view.paragraphs(start, end)
     _term_rules(view, prose, rules, report)
     _sentence_rules(prose, rules, report)
     _walls(prose, rules.get("hs-wall-of-text"), report)
@@ -232,7 +232,8 @@ def audit(
 
 
 def read_view(params: dict[str, Any], obs: Observations) -> tuple[ProseView, int, int]:
-    """Read only the slice, the heading lines and the standing anchors; the rest stays blank."""
+    """The whole target, parsed (the acronym rule needs what comes before the slice), and the
+    slice's first and last line."""
     path = params["target_path"]
     slice_ = params.get("slice")
     lines = read_lines(obs, path)

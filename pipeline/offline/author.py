@@ -21,7 +21,7 @@ from pipeline.offline import companion, fixer, plan_names, supersede
 from pipeline.offline.fidelity import looks_like_symbol
 from pipeline.offline.logtext import log_from_text
 from pipeline.offline.observe import Observations
-from pipeline.offline.pages import read_whole
+from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import (
     clean,
     code_spans,
@@ -34,10 +34,6 @@ from pipeline.offline.text import (
 
 TITLE_PREFIX_RE = re.compile(r"^(?:research log|research)\s*[:—-]\s*", re.IGNORECASE)
 GLOSSARY_ITEM_RE = re.compile(r"^\s*[-*]\s+\*\*(?P<term>[^*]+)\*\*\s*[:—-]\s*(?P<text>.+)$")
-
-
-def _failed(text: str) -> bool:
-    return text.startswith(("refused:", "error:"))
 
 
 def _section_text(log: ResearchLog, name: str) -> list[str]:
@@ -185,7 +181,7 @@ def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = 
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Entry]]:
     listing = obs.call("read", path=episodes_path)
-    if _failed(listing):
+    if failed(listing):
         return []
     names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
     base = episodes_path.rstrip("/")
@@ -258,7 +254,7 @@ def compile_phase4(frozen_text: str, obs: Observations, episodes_path: str) -> s
 
 def _write(obs: Observations, path: str, text: str) -> None:
     result = obs.call("write", path=path, content=text)
-    if _failed(result):
+    if failed(result):
         raise RuntimeError(result)
 
 
@@ -291,7 +287,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     flagged = params.get("flagged_passages") or []
     if int(params.get("round", 1)) > 1 and flagged:
         current = obs.call("read", path=output)
-        if not _failed(current):
+        if not failed(current):
             current = read_whole(obs, output)
             elsewhere = [f for f in flagged if _names(f, params.get("design_mechanics_path"))]
             mine = [f for f in flagged if not _names(f, params.get("design_mechanics_path"))]
@@ -323,7 +319,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
 
 def seed_records(text: str, log_text: str, flagged: list[dict[str, Any]]) -> tuple[str, int]:
     """Add a decision record for each load-bearing log decision the absorption check missed."""
-    if _failed(log_text):
+    if failed(log_text):
         return text, 0
     log = log_from_text(log_text)
     wanted = []

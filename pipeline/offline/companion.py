@@ -10,8 +10,9 @@ from typing import Any
 from pipeline.formats.edits import join, parse
 from pipeline.formats.split import split_design, split_section, with_footers
 from pipeline.formats.sync_delta import mechanics_sections, without_stamp
-from pipeline.offline.edit_io import failed, read, write_edits
+from pipeline.offline.edit_io import read, write_edits
 from pipeline.offline.observe import Observations
+from pipeline.offline.pages import failed
 
 DOC = Path("design.md")
 MECHANICS = "design-mechanics.md"

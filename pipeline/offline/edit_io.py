@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from pipeline.offline.observe import Observations
-from pipeline.offline.pages import read_whole
-
-
-def failed(result: str) -> bool:
-    return result.startswith(("refused:", "error:"))
+from pipeline.offline.pages import failed, read_whole
 
 
 def read(obs: Observations, path: str) -> str:

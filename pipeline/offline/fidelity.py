@@ -17,7 +17,7 @@ from pipeline.formats.textio import decode
 from pipeline.offline import supersede
 from pipeline.offline.logtext import records
 from pipeline.offline.observe import Observations
-from pipeline.offline.pages import read_whole
+from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import (
     antonym_conflict,
     clean,
@@ -70,7 +70,7 @@ def looks_like_path(span: str) -> bool:
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, Entry]]:
     listing = obs.call("read", path=episodes_path)
-    if listing.startswith(("refused:", "error:")):
+    if failed(listing):
         return []
     names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
     base = episodes_path.rstrip("/")

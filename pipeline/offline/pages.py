@@ -9,10 +9,12 @@ blocker, an author fails; no role says "ok" about text it has not seen.
 from __future__ import annotations
 
 from pipeline.formats.paging import parse_page
+from pipeline.formats.textio import split_lines
 from pipeline.offline.observe import Observations, Unreadable
 
 
 def failed(result: str) -> bool:
+    """Whether a tool's result is a refusal or an error rather than what was asked for."""
     return result.startswith(("refused:", "error:"))
 
 
@@ -36,8 +38,4 @@ def read_whole(obs: Observations, path: str) -> str:
 
 
 def read_lines(obs: Observations, path: str) -> list[str]:
-    text = read_whole(obs, path)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+    return split_lines(read_whole(obs, path))

@@ -15,32 +15,31 @@ from typing import Any
 from pipeline.formats.plan import parse_plan_file
 from pipeline.formats.research_log import Decision
 from pipeline.formats.textio import decode
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, Unreadable
+from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import containment, content_words
 
 MATCH = 0.6
 TRACK_RE = re.compile(r"track-[\w-]+\.md$")
 
 
-def _failed(text: str) -> bool:
-    return text.startswith(("refused:", "error:"))
-
-
 def referenced_sections(
     params: dict[str, Any], obs: Observations, design_name: str = "design.md"
 ) -> list[str]:
     """The design sections the plan and the track files reference, in order, once each."""
-    texts: list[tuple[str, str]] = []
-    if params.get("plan_path"):
-        text = obs.call("read", path=params["plan_path"])
-        if not _failed(text):
-            texts.append((Path(params["plan_path"]).name, text))
+    paths: list[str] = [params["plan_path"]] if params.get("plan_path") else []
     if params.get("plan_dir"):
         base = params["plan_dir"].rstrip("/")
         listing = obs.call("read", path=base)
-        names = sorted(n for n in listing.splitlines() if TRACK_RE.match(n)) if not _failed(listing) else []
-        bodies = obs.call_many([("read", {"path": f"{base}/{n}"}) for n in names])
-        texts += [(n, t) for n, t in zip(names, bodies, strict=True) if not _failed(t)]
+        names = sorted(n for n in listing.splitlines() if TRACK_RE.match(n)) if not failed(listing) else []
+        paths += [f"{base}/{n}" for n in names]
+    obs.call_many([("read", {"path": p}) for p in paths])  # every first page in one turn
+    texts: list[tuple[str, str]] = []
+    for path in paths:
+        try:  # read whole, page by page: a reference past the first page still counts
+            texts.append((Path(path).name, read_whole(obs, path)))
+        except Unreadable:
+            continue  # a plan it cannot read names no section; the mechanical check reports it
     found: list[str] = []
     for name, text in texts:
         plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))

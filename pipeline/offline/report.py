@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.formats.findings import SEVERITY_ORDER, also_note
 from pipeline.offline.text import review_finding
-
-SEVERITIES = ("blocker", "should-fix", "suggestion")
-SHOWN = 8
 
 
 class Report:
@@ -40,7 +38,7 @@ class Report:
         if first is not None:
             if line != first["line"] and line not in self.also[key]:
                 self.also[key].append(line)
-            if SEVERITIES.index(severity) < SEVERITIES.index(first["severity"]):
+            if SEVERITY_ORDER[severity] < SEVERITY_ORDER[first["severity"]]:
                 first["severity"] = severity
             return
         self.items[key] = review_finding(
@@ -66,7 +64,6 @@ class Report:
         for key, item in self.items.items():
             also = self.also[key]
             if also:
-                shown = ", ".join(str(n) for n in also[:SHOWN]) + (", ..." if len(also) > SHOWN else "")
-                item["message"] += f" (also on line{'s' if len(also) > 1 else ''} {shown})"
+                item["message"] += also_note(also)
             out.append(item)
         return sorted(out, key=lambda f: (f["line"] or 0, f["rule"]))

@@ -100,40 +100,6 @@ def clean(line: str, keep_code: bool = False) -> str:
     return MARKUP_RE.sub("", text).strip()
 
 
-def is_prose(line: str) -> bool:
-    stripped = line.strip()
-    return bool(stripped) and not stripped.startswith(("#", "|", "<!--", ">")) and stripped != "---"
-
-
-@dataclass(slots=True)
-class Paragraph:
-    start: int
-    lines: list[tuple[int, str]] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return " ".join(clean(t) for _, t in self.lines)
-
-    @property
-    def raw(self) -> str:
-        return " ".join(t.strip() for _, t in self.lines)
-
-
-def paragraphs(doc: DesignDoc, start: int = 1, end: int | None = None) -> list[Paragraph]:
-    """Prose paragraphs between two lines; a list item starts a paragraph of its own."""
-    out: list[Paragraph] = []
-    current: Paragraph | None = None
-    for number, line in doc.prose_lines(start, end):
-        if not is_prose(line):
-            current = None
-            continue
-        if current is None or LIST_MARKER_RE.match(line):
-            current = Paragraph(number)
-            out.append(current)
-        current.lines.append((number, line))
-    return out
-
-
 SPAN_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[A-Z0-9\"“(\[`*\ue000])")
 
 
@@ -239,13 +205,6 @@ def numbers(text: str) -> set[str]:
     return set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text))
 
 
-def quote_of(line: str, start: int, end: int, pad: int = 30) -> str:
-    """A short exact excerpt of ``line`` around a match."""
-    left = max(0, start - pad)
-    right = min(len(line), end + pad)
-    return line[left:right].strip()
-
-
 # --- house style, parsed from the role's own instructions -------------------------------
 
 RULE_HEAD_RE = re.compile(r"^##\s+(?P<id>[a-z][a-z0-9-]*):\s*(?P<title>.+)$")
@@ -323,17 +282,6 @@ def known_acronyms(instructions: str) -> frozenset[str]:
 def keywords(instructions: str) -> frozenset[str]:
     """Requirement keywords in capitals (``Keywords:``), never acronyms."""
     return frozenset(w for item in _listed(instructions, "Keywords") for w in item.split())
-
-
-ACRONYM_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*s?(?![\w-])")
-
-
-def acronyms_in(text: str) -> Iterator[re.Match[str]]:
-    return ACRONYM_RE.finditer(text)
-
-
-def acronym_base(token: str) -> str:
-    return token[:-1] if token.endswith("s") and token[:-1].isupper() else token
 
 
 _TOKEN = r"[A-Z][A-Z0-9_]*[A-Z0-9]"
