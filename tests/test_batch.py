@@ -187,7 +187,7 @@ def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: P
     assert md.count("\n| docs/adr/") == 2 and "PASS" in md
 
 
-def test_sarif_has_each_remaining_finding_and_each_directory_that_did_not_pass(tmp_path: Path) -> None:
+def test_sarif_has_one_result_for_each_directory_that_did_not_pass(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     open_gate(repo / "docs" / "adr" / "b")
     sarif = tmp_path / "batch.sarif"
@@ -202,3 +202,20 @@ def test_sarif_has_each_remaining_finding_and_each_directory_that_did_not_pass(t
     uri = paused[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "docs/adr/b/_workflow/design.md"
     assert not any("docs/adr/a" in r["message"]["text"] for r in results)  # a passed
+
+
+def test_sarif_puts_each_remaining_finding_at_its_file_line_and_quote(tmp_path: Path) -> None:
+    from pipeline.cli.batch_sarif import batch_sarif
+
+    repo = batch_repo(tmp_path, ["a", "b"])
+    batch = run_batch(repo, ["a", "b"], configure=blocks_in("b"))
+    assert [r.outcome for r in batch.rows] == ["PASS", "BLOCKER REMAINS"]
+    results = json.loads(batch_sarif(batch))["runs"][0]["results"]
+    found = [r for r in results if r["ruleId"] == "cr-undefined-term"]
+    assert len(found) == 1 and found[0]["level"] == "error"
+    place = found[0]["locations"][0]["physicalLocation"]
+    assert place["artifactLocation"]["uri"] == "docs/adr/b/_workflow/design.md"
+    line = place["region"]["startLine"]
+    assert "token bucket" in place["region"]["snippet"]["text"]
+    text = (repo / "docs/adr/b/_workflow/design.md").read_text().splitlines()
+    assert "token bucket" in text[line - 1].lower()  # the line the finding names holds its quote

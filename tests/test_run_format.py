@@ -14,8 +14,8 @@ from graphkit import start
 from langgraph.graph import END, START, StateGraph
 
 from pipeline.errors import ExitCode
-from pipeline.graph.runner import checkpointer
 from pipeline.runs.records import RUN_FORMAT
+from pipeline.runs.store import sqlite_checkpointer
 
 
 class OldState(TypedDict, total=False):
@@ -36,7 +36,7 @@ def _write_old_checkpoint(runs: Path, run_id: str) -> None:
         graph.add_edge(START, "step1_author")
         graph.add_edge("step1_author", "step3_mechanical_checks")
         graph.add_edge("step3_mechanical_checks", END)
-        async with checkpointer(runs) as saver:
+        async with sqlite_checkpointer(runs) as saver:
             app = graph.compile(checkpointer=saver, interrupt_before=["step3_mechanical_checks"])
             config = {"configurable": {"thread_id": run_id}}
             await app.ainvoke({"run_id": run_id, "kind": "phase1-creation", "round": 1}, config)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from agentkit import make_repo
 
-from pipeline.agents.tools import ToolContext, bash, edit, forbid, glob_files, grep, psi, read, write
+from pipeline.agents.confine import forbid
+from pipeline.agents.tools import ToolContext, bash, edit, glob_files, grep, psi, read, write
 
 
 class Ctx:

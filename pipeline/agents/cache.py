@@ -108,16 +108,6 @@ def request_body(
     }
 
 
-def request_key(
-    model_name: str,
-    messages: list[ModelMessage],
-    params: ModelRequestParameters,
-    settings: ModelSettings | None,
-    attempt: int = 1,
-) -> str:
-    return key_of(request_body(model_name, messages, params, settings), attempt)
-
-
 def key_of(body: dict[str, Any], attempt: int = 1) -> str:
     """The cache key: the full content, never the order of calls (a re-run attempt apart)."""
     keyed = {**body, "attempt": attempt} if attempt > 1 else body

@@ -54,7 +54,6 @@ class ForbiddenFile:
 
     path: Path
     inode: tuple[int, int]
-    size: int
     digest: str
     """SHA-256 of the normalised text."""
     lines: dict[str, int] = field(default_factory=dict)
@@ -87,7 +86,7 @@ def forbid(path: Path) -> ForbiddenFile | None:
         return None
     lines = distinctive(text)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), stat.st_size, digest, lines, sum(lines.values()))
+    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), digest, lines, sum(lines.values()))
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic_ai import RunContext, Tool
 
-from pipeline.agents.confine import ForbiddenFile, Private, forbid, normalise
+from pipeline.agents.confine import ForbiddenFile, Private, normalise
 from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
@@ -31,7 +31,7 @@ from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.formats.paging import cut_note, page_note
 from pipeline.formats.textio import atomic_write
 
-__all__ = ["ForbiddenFile", "ToolContext", "forbid", "tools_for"]
+__all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
 
 MAX_READ_CHARS = 400_000
 MAX_MATCHES = 200
@@ -85,8 +85,10 @@ class ToolContext:
 
     def is_forbidden(self, real: Path) -> bool:
         """A private path, or (for a cold role) the research log by path, inode or content."""
-        if self.private.covers(real):
-            return True
+        return self.private.covers(real) or self.holds_log(real)
+
+    def holds_log(self, real: Path) -> bool:
+        """For a cold role, the research log by path, inode or content (private paths aside)."""
         if not self.forbidden:
             return False
         if real.name == "research-log.md":
@@ -122,7 +124,7 @@ class ToolContext:
             raise self.refuse(
                 f"{raw}: run records, the model-call cache and other spawns' params files are not readable"
             )
-        if self.is_forbidden(real):
+        if self.holds_log(real):  # private paths were refused just above
             raise self.refuse(f"{raw}: the research log is not readable by the {self.role} role")
         if self.views is not None and real not in self.views and real != self.repo_root:
             raise self.refuse(
@@ -213,7 +215,8 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
         real = path.resolve()
         if deps.views is not None and real not in deps.views:
             continue
-        if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
+        # The walk left the private paths out already.
+        if real.is_relative_to(deps.repo_root) and not deps.holds_log(real):
             found.append(path)
     return found
 

@@ -73,14 +73,14 @@ def edit(
     """
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
-    from pipeline.cli.runs import _execute, _locked, runs_dir_of
+    from pipeline.cli.runs import _execute, _fail_on, _locked, runs_dir_of
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
     from pipeline.runs.edit_setup import new_edit_id, prepare_edit
     from pipeline.runs.store import LocalStore
 
     choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
-    failing = _choice(fail_on, "--fail-on", ("blocker", "should-fix"))
+    failing = _fail_on(fail_on) or "blocker"
     text = None
     if content is not None:
         text = read_text(resolve(content) or content, what="--content file").text
@@ -94,7 +94,7 @@ def edit(
         to=to,
         after=after,
         instruction=instruction,
-        fail_on="should-fix" if failing == "should-fix" else "blocker",
+        fail_on=failing,
     )
     chooser: Callable[[StaleQuestion], Choice] | None = None
     if choice is not None:

@@ -96,9 +96,6 @@ def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: R
     """Run under ``lock`` (held by the caller): a run that loses it stops (graph.watch)."""
     from pipeline.graph.runner import execute
 
-    shared = store.cache()
-    if shared is not None:
-        run.session.runtime.cache = shared
     if not as_json and sys.stdout.isatty():
         from pipeline.cli.live import LiveView
 

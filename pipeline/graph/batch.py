@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,16 @@ from typing import Any
 from pipeline.agents.cache import LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.errors import DesignloopError, ExitCode, InputError
-from pipeline.formats.design_dir import DesignDir
 from pipeline.graph.batch_rows import (
     Batch,
     BatchOptions,
+    Planned,
     Previous,
     Row,
-    fingerprint,
     latest_runs,
     new_batch_id,
+    plan_row,
+    record_outputs,
     start_new,
     unchanged,
     unfinished,
@@ -43,11 +43,11 @@ from pipeline.graph.batch_rows import (
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.graph.state import PASS
-from pipeline.runs.fingerprint import Fingerprints, outputs_digest
+from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
-from pipeline.runs.setup import OpenRun, RunPlan, load_run, plan_run
-from pipeline.runs.store import RunStore, emit
+from pipeline.runs.setup import OpenRun, RunPlan, load_run
+from pipeline.runs.store import RunStore
 from pipeline.settings import CACHE_DIR, repo_root
 
 __all__ = ["Batch", "BatchOptions", "BatchRunner", "Row"]
@@ -67,15 +67,6 @@ class SharedCache:
 
     def close(self) -> None:
         return None
-
-
-@dataclass(slots=True)
-class Planned:
-    """A directory checked and fingerprinted, with its latest run as the batch found it."""
-
-    plan: RunPlan
-    inputs: str
-    before: Previous | None
 
 
 Progress = Callable[[Row, dict[str, Any] | None], None]
@@ -122,8 +113,7 @@ class BatchRunner:
                     await asyncio.gather(*(one(r, p) for r, p in todo))
         finally:
             (shared or self.cache.inner).close()
-        if any(row.action != "bad" for row in self.batch.rows):  # bad input alone leaves nothing
-            self.store.save_batch(self.batch.batch_id, self.batch.to_json())
+        self.batch.save(self.store)
         return self.batch
 
     def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
@@ -132,28 +122,10 @@ class BatchRunner:
     def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
         """Check the directory and fingerprint its inputs; None when its row is already done
         (bad input, an error, or skipped as unchanged)."""
-        opts = self.options
-        try:
-            plan = plan_run(opts.kind, directory, opts.session, opts.warmup, None, opts.fail_on)
-            design = plan.design
-            row.directory = portable(design.root, design.repo_root)
-            inputs = fingerprint(plan, self.fingerprints)
-            before = previous.get(row.directory)
-            if unchanged(before, inputs, design, opts.kind):
-                self._skip(row, before)
-                return None
-        except InputError as exc:
-            self._end(row, "bad", ExitCode.BAD_INPUT, exc.render())
-            return None
-        except Exception as exc:  # one directory's failure never stops the others
-            self._end(row, "failed", ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-            return None
-        return Planned(plan, inputs, before)
-
-    def _skip(self, row: Row, before: Previous | None) -> None:
-        assert before is not None
-        row.run_id, row.outcome = before[0].run_id, PASS
-        self._end(row, "skipped", ExitCode.OK, "inputs unchanged since the last PASS")
+        planned = plan_row(row, directory, self.options, self.fingerprints, previous)
+        if planned is None:
+            self._say(row)
+        return planned
 
     async def _directory(self, row: Row, planned: Planned, saver: Any) -> None:
         plan, design, kind = planned.plan, planned.plan.design, self.options.kind
@@ -172,7 +144,9 @@ class BatchRunner:
             # paused or stopped on these very inputs meanwhile.
             before = latest_runs(self.store, kind, row.directory).get(row.directory)
             if unchanged(before, planned.inputs, design, kind):
-                self._skip(row, before)
+                assert before is not None
+                row.skip(before)
+                self._say(row)
                 return
             run, resume = self._open(plan, before, planned.inputs, row, lock)
             if resume and run.run_id != named:  # another unfinished run than the one named
@@ -194,7 +168,7 @@ class BatchRunner:
                 row.outcome = result.state.outcome.verdict
                 row.findings = list(result.state.outcome.remaining)
                 if row.outcome == PASS:
-                    self._record_outputs(run, design)
+                    record_outputs(self.store, run)
             else:
                 row.outcome = "PAUSED" if result.paused else "STOPPED"
             self._end(row, row.action, result.exit_code, row.message or result.message)
@@ -267,10 +241,6 @@ class BatchRunner:
             lock=lock,
         )
 
-    def _record_outputs(self, run: OpenRun, design: DesignDir) -> None:
-        """The outputs the passing run left, so the next batch can tell they are unchanged."""
-        emit(self.store, run.run_dir, "outputs", digest=outputs_digest(design, self.options.kind))
-
     def _end(self, row: Row, action: str, code: ExitCode, message: str | None) -> None:
-        row.action, row.exit_code, row.message = action, int(code), message
+        row.end(action, code, message)
         self._say(row)

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.agents.session import SessionOptions, servers
-from pipeline.errors import ExitCode
+from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
 from pipeline.graph.state import PASS
+from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
 from pipeline.runs.lock import RunLock, holder_for
-from pipeline.runs.records import FailOn, RunRecord
-from pipeline.runs.setup import OpenRun, RunPlan, start_run
-from pipeline.runs.store import RunStore
+from pipeline.runs.records import FailOn, RunRecord, portable
+from pipeline.runs.setup import OpenRun, RunPlan, plan_run, start_run
+from pipeline.runs.store import RunStore, emit
 from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
@@ -91,6 +92,21 @@ class Row:
             "findings": [f.to_json() for f in self.findings],
         }
 
+    def end(self, action: str, code: ExitCode, message: str | None) -> None:
+        self.action, self.exit_code, self.message = action, int(code), message
+
+    def skip(self, before: Previous) -> None:
+        """Nothing to run: the directory's last run passed on these very inputs."""
+        self.run_id, self.outcome = before[0].run_id, PASS
+        self.end("skipped", ExitCode.OK, "inputs unchanged since the last PASS")
+
+    def fail(self, exc: Exception) -> None:
+        """What went wrong in this directory is its row, never the batch's end."""
+        if isinstance(exc, InputError):
+            self.end("bad", ExitCode.BAD_INPUT, exc.render())
+        else:
+            self.end("failed", ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
 
 @dataclass(slots=True)
 class Batch:
@@ -120,6 +136,11 @@ class Batch:
             "exit_code": int(self.exit_code),
         }
 
+    def save(self, store: RunStore) -> None:
+        """Keep the batch's record for ``report --batch``; a batch of bad input only leaves none."""
+        if any(row.action != "bad" for row in self.rows):
+            store.save_batch(self.batch_id, self.to_json())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "batch_id": self.batch_id,
@@ -137,16 +158,52 @@ def new_batch_id(kind: str) -> str:
 Previous = tuple[RunRecord, RunView]
 
 
+@dataclass(slots=True)
+class Planned:
+    """A directory checked and fingerprinted, with its latest run as the batch found it."""
+
+    plan: RunPlan
+    inputs: str
+    before: Previous | None
+
+
+def plan_row(
+    row: Row,
+    directory: Path,
+    options: BatchOptions,
+    fingerprints: Fingerprints,
+    previous: dict[str, Previous],
+) -> Planned | None:
+    """Check the directory like a single run and fingerprint its inputs; None when its row is
+    already done: bad input, an internal error, or skipped as unchanged since its last PASS."""
+    try:
+        plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
+        row.directory = portable(plan.design.root, plan.design.repo_root)
+        inputs = fingerprint(plan, fingerprints)
+        before = previous.get(row.directory)
+        if before is not None and unchanged(before, inputs, plan.design, options.kind):
+            row.skip(before)
+            return None
+    except Exception as exc:  # one directory's failure never stops the others
+        row.fail(exc)
+        return None
+    return Planned(plan, inputs, before)
+
+
 def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dict[str, Previous]:
     """The latest run of ``kind`` of each design directory (by its recorded path); with
     ``directory``, of that one only (read afresh, e.g. once its lock is held)."""
-    found: dict[str, tuple[RunRecord, RunView]] = {}
-    for record, view in store.records(directory):
-        if record.kind != kind:
-            continue
-        current = found.get(record.directory)
-        if current is None or record.created > current[0].created:
-            found[record.directory] = (record, view)
+    newest: dict[str, RunRecord] = {}
+    for record in store.records(directory):
+        current = newest.get(record.directory)
+        if record.kind == kind and (current is None or record.created > current.created):
+            newest[record.directory] = record
+    found: dict[str, Previous] = {}
+    for name, record in newest.items():  # the event log replayed for the latest run only
+        try:
+            found[name] = (record, store.view(record.run_id))
+        except InputError:
+            continue  # a run whose events cannot be read is no earlier run to go by
     return found
 
 
@@ -185,3 +242,10 @@ def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None 
     run = start_run(plan)
     store.register(run.run_dir)
     return run
+
+
+def record_outputs(store: RunStore, run: OpenRun) -> None:
+    """After a PASS: the digest of the outputs the run left (once), so that the next batch can
+    tell they are unchanged (runs.fingerprint)."""
+    if not EventLog(run.run_dir).recorded("outputs"):
+        emit(store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))

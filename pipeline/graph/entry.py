@@ -16,7 +16,7 @@ from pipeline.formats.findings import blocking
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.plan import load_tracks
 from pipeline.formats.research_log import load_research_log
-from pipeline.formats.textio import decode
+from pipeline.formats.textio import TextFile, read_text
 from pipeline.graph.state import RunState
 
 MAX_SUGGESTIONS = 10
@@ -31,13 +31,13 @@ def _list(names: list[str]) -> str:
     return ", ".join(f'§"{n}"' for n in names)
 
 
-def section_changes(before: str | None, after: DesignDoc) -> str:
+def section_changes(before: TextFile | None, after: DesignDoc) -> str:
     """``added §"A"; removed §"B"; changed §"C"; 2 unchanged`` against the earlier text."""
     now = _names(after)
     if before is None:
         body = [s.name for s in after.sections if s.level == 2]
         return f"sections {_list(body)}" if body else "no sections"
-    then = _names(parse_design(decode(before.encode("utf-8"), after.path)))
+    then = _names(parse_design(before))
     added = [n for n in now if n not in then]
     removed = [n for n in then if n not in now]
     changed = [n for n in now if n in then and now[n] != then[n]]
@@ -69,7 +69,7 @@ def phase4_sources(d: DesignDir) -> str:
     return f"the frozen design, {track_text} and {code_text}"
 
 
-def diff_summary(state: RunState, d: DesignDir, before: str | None) -> str:
+def diff_summary(state: RunState, d: DesignDir, before: TextFile | None) -> str:
     path = d.abs(state.draft)
     if state.author is None or not state.author.draft_ok:
         left = "the earlier file was left as it was" if before is not None else "nothing was written"
@@ -135,6 +135,7 @@ def suggestions(state: RunState) -> list[str]:
     return items
 
 
-def read_before(run_dir: Path) -> str | None:
+def read_before(run_dir: Path) -> TextFile | None:
+    """The draft as it was before the run (its before-snapshot), when there was one."""
     path = run_dir / "before.md"
-    return path.read_text(encoding="utf-8") if path.is_file() else None
+    return read_text(path, what="the run's before-snapshot") if path.is_file() else None

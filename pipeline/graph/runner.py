@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 from pydantic import ValidationError
 
@@ -36,7 +35,7 @@ from pipeline.runs.events import read_events
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
-from pipeline.runs.store import LocalStore, RunStore, Saver, sqlite_checkpointer
+from pipeline.runs.store import LocalStore, RunStore, Saver
 from pipeline.settings import CHECKPOINTS
 
 LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
@@ -104,11 +103,6 @@ def edit_json(state: EditState) -> dict[str, Any]:
         "sync": state.sync.model_dump(mode="json", exclude={"passages"}) if state.sync else None,
         "sync_suggestion": state.sync_suggestion,
     }
-
-
-def checkpointer(runs_dir: Path) -> AbstractAsyncContextManager[AsyncSqliteSaver]:
-    """The local store's checkpointer: one SQLite file under the runs directory."""
-    return sqlite_checkpointer(runs_dir)
 
 
 def _stale(values: dict[str, Any]) -> bool:
@@ -189,7 +183,8 @@ async def execute(
 ) -> RunResult:
     """Run (or resume) the graph for a run until it finishes, pauses or stops.
 
-    ``store`` is where the run lives (the local store of its runs directory by default);
+    ``store`` is where the run lives (the local store of its runs directory by default), and
+    its cache, when it has one, answers the run's requests;
     ``saver`` is a checkpointer already open on it, shared by concurrent runs. A finished
     run's thread keeps only its latest checkpoint (retention). ``lock``, the directory's lock
     the caller holds, is watched for the whole run and checked before the finish's writes
@@ -198,6 +193,9 @@ async def execute(
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
     store = store or LocalStore(run.session.runs_dir)
+    shared = store.cache()  # a shared store's cache answers every run (the local one is the run's own)
+    if shared is not None:
+        run.session.runtime.cache = shared
     try:
         if saver is not None:
             return await _execute(run, resume, listener, configure, store, saver, lock)

@@ -30,8 +30,6 @@ from typing import Any
 
 import psycopg
 
-from pipeline.agents.session import SessionOptions
-from pipeline.errors import ExitCode, InputError
 from pipeline.graph.batch_rows import (
     Batch,
     BatchOptions,
@@ -39,19 +37,19 @@ from pipeline.graph.batch_rows import (
     fingerprint,
     latest_runs,
     new_batch_id,
+    plan_row,
+    record_outputs,
     start_new,
-    unchanged,
     unfinished,
 )
-from pipeline.graph.runner import RunResult, execute
+from pipeline.graph.runner import execute
 from pipeline.graph.state import PASS
-from pipeline.runs.events import EventLog
-from pipeline.runs.fingerprint import Fingerprints, outputs_digest
+from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
 from pipeline.runs.pg_store import PgStore
 from pipeline.runs.records import FailOn, NotResumable, portable
-from pipeline.runs.setup import OpenRun, load_run, plan_run
+from pipeline.runs.setup import OpenRun, load_run, plan_run, resume_options
 from pipeline.runs.store import emit
 from pipeline.settings import repo_root
 
@@ -105,26 +103,17 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
     for directory in directories:
         row = Row(portable(directory, repo_root(directory)))
         batch.rows.append(row)
+        planned = plan_row(row, directory, options, fingerprints, previous)
+        if planned is None:
+            continue
+        before = planned.before
         try:
-            plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
-            design = plan.design
-            row.directory = portable(design.root, design.repo_root)
-            inputs = fingerprint(plan, fingerprints)
-            before = previous.get(row.directory)
-            if unchanged(before, inputs, design, options.kind):
-                assert before is not None
-                row.action, row.run_id, row.outcome, row.exit_code = "skipped", before[0].run_id, PASS, 0
-                continue
             if before is not None and unfinished(before):
                 row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
             else:
-                row.action, row.run_id = "queued", start_new(plan, inputs, store).run_id
-        except InputError as exc:
-            row.action, row.exit_code, row.message = "bad", int(exc.exit_code), exc.render()
-            continue
+                row.action, row.run_id = "queued", start_new(planned.plan, planned.inputs, store).run_id
         except Exception as exc:  # one directory's failure never stops the others
-            row.action, row.exit_code = "failed", int(ExitCode.INTERNAL)
-            row.message = f"internal error: {type(exc).__name__}: {exc}"
+            row.fail(exc)
             continue
         jobs.append(row.run_id)
     if jobs:
@@ -143,8 +132,7 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
                     )
         finally:
             await conn.close()
-    if any(row.action != "bad" for row in batch.rows):
-        store.save_batch(batch.batch_id, batch.to_json())
+    batch.save(store)
     return batch
 
 
@@ -227,44 +215,27 @@ class Worker:
                 _fail_on(job.get("fail_on")),
             )
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
-            run = self._share(load_run(run_dir, budget, cost, fail_on, repo=self.repo))
+            run = load_run(run_dir, budget, cost, fail_on, repo=self.repo)
             # A run that stops on bad input records why and raises: the job is held as failed.
             try:
                 result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
             except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
                 run = self._anew(run, exc, lock, budget, cost)
                 result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
-            self._record_outputs(run, result)
+            state = result.state
+            if state is not None and state.outcome is not None and state.outcome.verdict == PASS:
+                record_outputs(self.store, run)
         finally:
             await asyncio.to_thread(lock.release)
 
-    def _share(self, run: OpenRun) -> OpenRun:
-        shared = self.store.cache()
-        if shared is not None:
-            run.session.runtime.cache = shared
-        return run
-
     def _anew(self, run: OpenRun, exc: NotResumable, lock: RunLock, budget: Any, cost: Any) -> OpenRun:
         """A new run on the directory of a run that cannot be resumed, with its options."""
-        record, opts = run.record, run.record.options
-        options = SessionOptions(
-            opts.model,
-            tuple(opts.role_models),
-            opts.base_url,
-            budget if isinstance(budget, int) else opts.budget_tokens,
-            cost if isinstance(cost, str) else opts.max_cost,
-            run.session.runs_dir,
-        )
+        record = run.record
+        options = resume_options(record, run.run_dir, budget, cost)
         plan = plan_run(
-            record.kind, run.design.root, options, record.warmup, run.design.code_root, opts.fail_on
+            record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
         )
         new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
         emit(self.store, run.run_dir, "stopped", message=message)
-        return self._share(new)
-
-    def _record_outputs(self, run: OpenRun, result: RunResult) -> None:
-        state = result.state
-        passed = state is not None and state.outcome is not None and state.outcome.verdict == PASS
-        if passed and not EventLog(run.run_dir).recorded("outputs"):
-            emit(self.store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))
+        return new

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from pipeline.runs.report import STYLE
+from pipeline.runs.report import STYLE, md_table
 
 HEAD = ["directory", "action", "outcome", "rounds", "spawns", "tokens", "cost (USD)", "report"]
 
@@ -62,19 +62,8 @@ def line_for(row: dict[str, Any], view: Any | None, link: str | None) -> BatchLi
 
 
 def render_batch_markdown(batch_id: str, kind: str, lines: list[BatchLine]) -> str:
-    rows = [
-        "| " + " | ".join([*line.cells(), f"[{line.run_id}]({line.link})" if line.link else "-"]) + " |"
-        for line in lines
-    ]
-    return (
-        f"# Batch {batch_id}\n\n{kind}, {len(lines)} directories.\n\n| "
-        + " | ".join(HEAD)
-        + " |\n|"
-        + "---|" * len(HEAD)
-        + "\n"
-        + "\n".join(rows)
-        + "\n"
-    )
+    rows = [[*line.cells(), f"[{line.run_id}]({line.link})" if line.link else "-"] for line in lines]
+    return f"# Batch {batch_id}\n\n{kind}, {len(lines)} directories.\n\n" + md_table(HEAD, rows)
 
 
 def render_batch_html(batch_id: str, kind: str, lines: list[BatchLine]) -> str:

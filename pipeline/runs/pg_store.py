@@ -34,7 +34,7 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
-from pipeline.runs.events import EVENTS
+from pipeline.runs.events import EVENTS, read_events
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
@@ -181,9 +181,7 @@ class PgStore:
 
     def register(self, run_dir: Path) -> None:
         record = json.loads((run_dir / RECORD).read_text(encoding="utf-8"))
-        events = [
-            json.loads(line) for line in (run_dir / EVENTS).read_text(encoding="utf-8").splitlines() if line
-        ]
+        events = read_events(run_dir)
         with self.db() as db, db.transaction():
             db.execute(
                 "INSERT INTO runs (run_id, kind, directory, created, record) VALUES (%s, %s, %s, %s, %s) "
@@ -262,7 +260,7 @@ class PgStore:
                 )
             return self._view(db, run_id, row[0])
 
-    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
+    def records(self, directory: str | None = None) -> list[RunRecord]:
         with self.db() as db:
             if directory is None:
                 rows = db.execute("SELECT record FROM runs ORDER BY created, run_id").fetchall()
@@ -270,11 +268,7 @@ class PgStore:
                 rows = db.execute(
                     "SELECT record FROM runs WHERE directory = %s ORDER BY created, run_id", (directory,)
                 ).fetchall()
-            out = []
-            for (raw,) in rows:
-                record = RunRecord.model_validate(raw)
-                out.append((record, self._view(db, record.run_id, record.directory)))
-            return out
+        return [RunRecord.model_validate(raw) for (raw,) in rows]
 
     def record(self, run_id: str) -> RunRecord:
         with self.db() as db:

@@ -168,7 +168,7 @@ ROLE_HEAD = ["role", "spawns", "tokens", "cached calls", "cost"]
 SPAWN_HEAD = ["round", "role", "slice", "status", "findings", "tokens", "cached"]
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> str:
+def md_table(head: list[str], rows: list[list[str]]) -> str:
     if not rows:
         return "(none)\n"
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
@@ -188,9 +188,9 @@ def render_markdown(report: RunReport) -> str:
         f"# Run {report.run_id}\n\n{report.kind} on {report.directory}: **{report.outcome}** after "
         f"{report.rounds} round(s), {report.tokens} tokens, ${report.cost}.\n\n"
         f"## Findings per round\n\n{per_round or '(none)'}\n\n## Findings by section\n\n"
-        f"{_md_table(SECTION_HEAD, sections)}\n## Settled sections\n\n{settled or '(none)'}\n\n"
-        f"## Tokens and cost per role\n\n{_md_table(ROLE_HEAD, roles)}\n## Spawns\n\n"
-        f"{_md_table(SPAWN_HEAD, spawns)}\n## Diff\n\n```diff\n{report.diff}```\n\n"
+        f"{md_table(SECTION_HEAD, sections)}\n## Settled sections\n\n{settled or '(none)'}\n\n"
+        f"## Tokens and cost per role\n\n{md_table(ROLE_HEAD, roles)}\n## Spawns\n\n"
+        f"{md_table(SPAWN_HEAD, spawns)}\n## Diff\n\n```diff\n{report.diff}```\n\n"
         f"## Review-log entry\n\n{report.entry or '(none)'}\n"
     )
 

@@ -10,14 +10,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
-from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.textio import atomic_write, read_text
 from pipeline.runs.events import EventLog
-from pipeline.runs.preflight import check_design_dir, check_existing_runs_dir, check_runs_dir
+from pipeline.runs.preflight import check_design_dir, check_runs_dir
 from pipeline.runs.records import (
-    RECORD,
     FailOn,
     RunOptions,
     RunRecord,
@@ -140,6 +138,22 @@ def prepare_run(
     return start_run(plan_run(kind, directory, options, warmup, code_root, fail_on))
 
 
+def resume_options(
+    record: RunRecord, run_dir: Path, budget_tokens: int | None, max_cost: str | None
+) -> SessionOptions:
+    """The recorded run's session options, a new budget or cost cap replacing the recorded one;
+    its runs directory is the one it was found in."""
+    opts = record.options
+    return SessionOptions(
+        opts.model,
+        tuple(opts.role_models),
+        opts.base_url,
+        budget_tokens if budget_tokens is not None else opts.budget_tokens,
+        max_cost if max_cost is not None else opts.max_cost,
+        run_dir.resolve().parent,
+    )
+
+
 def load_run(
     run_dir: Path,
     budget_tokens: int | None = None,
@@ -154,15 +168,7 @@ def load_run(
     record = read_record(run_dir)
     if fail_on is not None:
         record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
-    opts = record.options
-    options = SessionOptions(
-        opts.model,
-        tuple(opts.role_models),
-        opts.base_url,
-        budget_tokens if budget_tokens is not None else opts.budget_tokens,
-        max_cost if max_cost is not None else opts.max_cost,
-        run_dir.resolve().parent,
-    )
+    options = resume_options(record, run_dir, budget_tokens, max_cost)
     _, directory, code_root = locate(record, run_dir, repo)
     design = open_design_dir(directory, code_root)
     session = open_session(design.repo_root, options)
@@ -170,13 +176,3 @@ def load_run(
     check_design_dir(design, record.kind)
     check_runs_dir(session.runs_dir)
     return OpenRun(record, run_dir, design, session)
-
-
-def run_dir_for(runs_dir: Path, run_id: str) -> Path:
-    check_existing_runs_dir(runs_dir)
-    if not run_id or run_id.startswith(".") or "/" in run_id or "\\" in run_id:
-        raise InputError(f"{run_id!r} is not a run id", hint="designloop runs lists the runs")
-    path = runs_dir / run_id
-    if not (path / RECORD).is_file():
-        raise InputError(f"no run named {run_id!r}", file=runs_dir, hint="designloop runs lists the runs")
-    return path

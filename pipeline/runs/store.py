@@ -76,9 +76,9 @@ class RunStore(Protocol):
     def view(self, run_id: str) -> RunView:
         """One run, replayed from its events."""
 
-    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
-        """Every readable run's record and view (a damaged one is left out); with ``directory``,
-        only the runs of that design directory (its path as records store it)."""
+    def records(self, directory: str | None = None) -> list[RunRecord]:
+        """Every readable run's record (a damaged one is left out); with ``directory``, only the
+        runs of that design directory (its path as records store it). No event log is read."""
 
     def record(self, run_id: str) -> RunRecord:
         """A run's record, without writing its run directory here."""
@@ -190,10 +190,10 @@ class LocalStore:
     def view(self, run_id: str) -> RunView:
         return read_view(self.run_dir(run_id))
 
-    def records(self, directory: str | None = None) -> list[tuple[RunRecord, RunView]]:
+    def records(self, directory: str | None = None) -> list[RunRecord]:
         from pipeline.runs.records import read_record
 
-        out: list[tuple[RunRecord, RunView]] = []
+        out: list[RunRecord] = []
         if not self.runs_dir.is_dir():
             return out
         for child in sorted(self.runs_dir.iterdir()):
@@ -201,7 +201,7 @@ class LocalStore:
                 try:
                     record = read_record(child)
                     if directory is None or record.directory == directory:
-                        out.append((record, read_view(child)))
+                        out.append(record)
                 except InputError:
                     continue
         return out
