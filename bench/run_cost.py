@@ -45,6 +45,7 @@ from corpus import make_log_repo  # noqa: E402
 from loopback import Loopback, Request  # noqa: E402
 
 from pipeline.agents.spawn import prefix_share  # noqa: E402
+from pipeline.runs.events import read_events  # noqa: E402
 
 STAGE = {"design-author": 0, "readability-auditor": 1, "absorption-check": 1, "comprehension-review": 2}
 DESIGNLOOP = [sys.executable, "-m", "pipeline.cli"]
@@ -98,8 +99,7 @@ def anthropic(url: str) -> tuple[list[str], dict[str, str]]:
 
 
 def events(design: Path, run_id: str) -> list[dict[str, Any]]:
-    path = design.parent.parent / "runs" / run_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_events(design.parent.parent / "runs" / run_id)
 
 
 def wall_rows(work: Path, decisions: int) -> list[tuple[str, str]]:

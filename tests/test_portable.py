@@ -17,6 +17,7 @@ from graphkit import go, start
 
 from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
+from pipeline.runs.events import read_events
 from pipeline.settings import CHECKPOINTS
 
 
@@ -55,9 +56,7 @@ def test_a_run_resumes_from_a_copied_checkout_at_another_path(tmp_path: Path) ->
     entries = parse_entries(moved / "docs" / "adr" / "0001" / "_workflow" / "design-mutations.md")
     assert len(entries) == 1
     # The resumed run did not start over: the author's spawn was not repeated.
-    events = [
-        json.loads(x) for x in (moved / "runs" / run_dir.name / "events.jsonl").read_text().splitlines()
-    ]
+    events = read_events(moved / "runs" / run_dir.name)
     assert sum(e["type"] == "spawn" and e["role"] == "design-author" for e in events) == 1
     assert [e["type"] for e in events].count("resume") == 1
 

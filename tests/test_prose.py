@@ -46,10 +46,6 @@ that spans lines -->
 """
 
 
-def view() -> object:
-    return parse_prose(SAMPLE)
-
-
 def test_front_matter_code_html_and_link_definitions_are_not_prose() -> None:
     v = parse_prose(SAMPLE)
     lines = SAMPLE.split("\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from agentkit import make_repo
 from conftest import run_cli
 from graphkit import PASS, TRIP, go, long_design, returns, start, writes
@@ -35,22 +36,19 @@ def test_report_of_an_unknown_run_is_bad_input(tmp_path: Path) -> None:
     assert result.code == 2 and "designloop runs" in result.err
 
 
-def test_estimate_prices_the_configured_models_and_names_unpriced_ones(tmp_path: Path) -> None:
+def test_estimate_prices_the_configured_models_and_names_unpriced_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     d = make_repo(tmp_path)
     import json
-    import os
 
-    old = os.getcwd()
-    os.chdir(d.repo_root)
-    try:
-        offline = json.loads(run_cli(["estimate", "docs/adr/*", "--json"]).out)
-        priced = json.loads(
-            run_cli(["estimate", "docs/adr/*", "--model", "anthropic:claude-sonnet-4-5", "--json"]).out
-        )
-        local = json.loads(run_cli(["estimate", str(d.root), "--model", "openai:qwen-local", "--json"]).out)
-        missing = run_cli(["estimate", "docs/nothing/*"])
-    finally:
-        os.chdir(old)
+    monkeypatch.chdir(d.repo_root)
+    offline = json.loads(run_cli(["estimate", "docs/adr/*", "--json"]).out)
+    priced = json.loads(
+        run_cli(["estimate", "docs/adr/*", "--model", "anthropic:claude-sonnet-4-5", "--json"]).out
+    )
+    local = json.loads(run_cli(["estimate", str(d.root), "--model", "openai:qwen-local", "--json"]).out)
+    missing = run_cli(["estimate", "docs/nothing/*"])
     assert [e["directory"] for e in offline] == ["docs/adr/0001"]
     low, high = offline[0]["low"], offline[0]["high"]
     assert low["spawns"] == 4 and high["spawns"] == 12 and low["cost_usd"] == "0" and not high["unpriced"]
