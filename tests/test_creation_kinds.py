@@ -112,8 +112,10 @@ def test_the_review_log_says_what_ran(tmp_path: Path) -> None:
     text = entry_text(d)
     assert "**Mechanical checks** (target=design): PASS" in text
     assert "**Cold-read** (scope: whole-doc): PASS" in text
-    # Round 1's INCONCLUSIVE slice is recorded although the final round was clean.
-    assert "inconclusive: readability-auditor slice 1-" in text and "in round 1" in text
+    # Round 1's INCONCLUSIVE slice is recorded although the final round was clean: as history
+    # (a note), never as an open should-fix in a PASS entry.
+    assert "note: earlier round: inconclusive: readability-auditor slice 1-" in text and "in round 1" in text
+    assert "- should-fix" not in text
     assert 'added §"Store outages", §"Limits per route"' in text
     assert 'removed §"When Redis is unreachable"' in text and 'changed §"Bucket state in Redis"' in text
     assert not any(

@@ -57,6 +57,29 @@ def test_a_malformed_edit_exits_2_and_leaves_every_file_byte_identical(
     assert not list((tmp_path / "runs").glob("*/run.json"))
 
 
+EMPTY = [
+    ["structural-rewrite"],
+    ["content-edit", "--section", "Buckets per tenant and route"],
+    ["section-add", "--section", "A new section"],
+]
+
+
+@pytest.mark.parametrize("args", EMPTY)
+@pytest.mark.parametrize("text", ["", " \n\t\n\n"])
+def test_empty_or_blank_content_is_bad_input(tmp_path: Path, args: list[str], text: str) -> None:
+    """An empty or whitespace-only --content would wipe a section (or the whole design down to
+    its stamp): it is a malformed edit, exit 2, and nothing is written."""
+    d = stamped_repo(tmp_path)
+    content = tmp_path / "content.md"
+    content.write_text(text)
+    before = tree(d.repo_root)
+    code, out, err = edit(d, tmp_path, *args, "--content", str(content))
+    assert (code, out) == (2, {}), err
+    assert "--content" in err and "empty" in err and "what to do:" in err
+    assert tree(d.repo_root) == before
+    assert not list((tmp_path / "runs").glob("*/run.json"))
+
+
 def test_the_periodic_counter_escalates_the_fifth_counted_mutation(tmp_path: Path) -> None:
     d = stamped_repo(tmp_path)
     scopes = []

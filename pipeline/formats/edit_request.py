@@ -81,6 +81,13 @@ class EditRequest(BaseModel):
         kind_rule(self.kind)
         forms, optional = FORMS[self.kind]
         given = self.given()
+        if self.content is not None and not self.content.strip():
+            raise MalformedEdit(
+                f"--content {self.content_file or 'FILE'} is empty"
+                + (" (only whitespace)" if self.content else ""),
+                file=self.content_file,
+                hint="put the new text in the file; to take a section out, use --kind section-remove",
+            )
         if "new" in given and "old" not in given:
             raise MalformedEdit("--new needs --old: the exact text it replaces")
         for form in forms:

@@ -33,11 +33,18 @@ def step1_seed_scope(state: RunState, config: RunnableConfig) -> Update:
     return {"draft": deps.rel(target), "budget": deps.limits.iteration_budget, "target": both}
 
 
-def _fingerprint(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+def fingerprint(*paths: Path) -> str | None:
+    """The SHA-256 of the files' bytes (an absent file counts as absent); None when the
+    first, the draft, cannot be read."""
+    digest = hashlib.sha256()
+    for index, path in enumerate(paths):
+        try:
+            digest.update(b"\x00file\x00" + path.read_bytes())
+        except OSError:
+            if index == 0:
+                return None
+            digest.update(b"\x00absent\x00")
+    return digest.hexdigest()
 
 
 async def step1_author(state: RunState, config: RunnableConfig) -> Update:
@@ -47,10 +54,12 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     deps.events.emit("round", round=round_, budget=state.budget)
     draft = deps.abs(state.draft)
     inputs = RoundInputs(deps.design, state.kind, round_, draft, tuple(state.flagged), target=state.target)
-    before = _fingerprint(draft)
+    before = fingerprint(draft)
     result, usage = await deps.spawn(params_for("design-author", inputs))
-    # A failed author that left the file as it was wrote no draft, whatever an earlier run left there.
-    written = result.status == "ok" or _fingerprint(draft) != before
+    # A failed author that left the file as it was wrote no draft, whatever an earlier run left
+    # there; in a later round the draft an earlier round of this run wrote still stands.
+    kept = round_ > 1 and state.author is not None and state.author.draft_ok
+    written = result.status == "ok" or fingerprint(draft) != before or kept
     draft_ok = draft.is_file() and draft.stat().st_size > 0 and written
     notes = []
     summary = getattr(result.output, "summary", "") if result.output else ""

@@ -63,12 +63,19 @@ def after_comprehension(state: RunState) -> AfterComprehension:
     if any(f.decision_shaped for f in comprehension.findings):
         return "step4_surface_decision" if state.kind == PHASE1 else "step6_outcome"
     if comprehension.status == "ok" and not any(f.blocking for f in comprehension.findings):
-        # Mechanical should-fix findings still go to the author while the budget lasts.
-        pending = any(f.blocking for f in state.mechanical)
+        # Mechanical should-fix findings still go to the author while the budget lasts, and an
+        # author that never confirmed its draft is asked again.
+        pending = any(f.blocking for f in state.mechanical) or unconfirmed(state)
         return "step6_next_round" if pending and state.budget_left() else "step6_outcome"
     if comprehension.status == "ok" and state.budget_left():
         return "step6_next_round"
     return "step6_outcome"
+
+
+def unconfirmed(state: RunState) -> bool:
+    """This round's author returned no valid output twice, though a draft is on disk."""
+    author = state.author
+    return author is not None and author.round == state.round and author.status != "ok"
 
 
 def after_surface(state: RunState) -> AfterSurface:

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from pathlib import Path
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from pipeline.agents.inputs import RoundInputs, params_for, second_check_role
+from pipeline.agents.inputs import NONE, RoundInputs, params_for, second_check_role
 from pipeline.agents.review import write_review_file
 from pipeline.formats.anchor import anchor_across
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
-from pipeline.graph.deps import deps_of
+from pipeline.formats.settled import SettledState
+from pipeline.graph.author import fingerprint
+from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.state import Comprehension, Inconclusive, RunState, Surfaced, Update
 
 
@@ -34,18 +37,23 @@ def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
     return {}
 
 
+def companions(state: RunState, deps: RunDeps) -> list[Path]:
+    """The companion the comprehension gate reads beside the draft, when there is one."""
+    inputs = RoundInputs(deps.design, state.kind, state.round, deps.abs(state.draft), target=state.target)
+    named = params_for("comprehension-review", inputs).design_mechanics_path
+    return [deps.abs(named)] if named and named != NONE and deps.abs(named).is_file() else []
+
+
 async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> Update:
     """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate)."""
     deps = deps_of(config)
     round_ = state.round
     inputs = RoundInputs(deps.design, state.kind, round_, deps.abs(state.draft), target=state.target)
     params = params_for("comprehension-review", inputs)
+    files = [(state.draft, deps.abs(state.draft))] + [(deps.rel(p), p) for p in companions(state, deps)]
+    digest = fingerprint(*(path for _, path in files))
     result, usage = await deps.spawn(params)
     review = result.review
-    files = [(state.draft, deps.abs(state.draft))]
-    companion = params.design_mechanics_path
-    if companion and deps.abs(companion).is_file():
-        files.append((companion, deps.abs(companion)))
     findings = [f.located(role=result.role) for f in review.findings] if review else []
     findings = anchor_across(findings, files)
     if params.output_path is not None and review is not None:
@@ -66,8 +74,17 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         error=result.error,
         findings=findings,
         output_path=params.output_path,
+        digest=digest,
     )
     update: Update = {"comprehension": comprehension, "usage": [usage]}
+    fan = state.fanout
+    if fan is not None and blocking(findings):
+        # A whole-doc role's open finding keeps its section (or, placed on none, the whole
+        # document) unsettled: the next round's auditors read it again.
+        settled = SettledState(dict(state.settled))
+        own = [f if f.file in (None, state.draft) else f.model_copy(update={"line": None}) for f in findings]
+        settled.unsettle(fan.hashes, fan.spans(), own, round_)
+        update["settled"] = settled.sections
     if result.status != "ok":
         update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
     return update

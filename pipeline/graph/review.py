@@ -17,8 +17,9 @@ from pipeline.formats.anchor import anchor_in_file
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
-from pipeline.formats.settled import SettledState, section_hashes
+from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 from pipeline.formats.slices import assert_fanout
+from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.state import (
     Audit,
@@ -81,7 +82,7 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
         deps.events.emit("stopped", message=exc.message)
         raise
     hashes = section_hashes(doc)
-    skip = SettledState(dict(state.settled)).skippable(slices, doc, hashes)
+    skip = SettledState(dict(state.settled)).skippable(slices, spans_of(doc), hashes)
     for index, (part, skipped) in enumerate(zip(slices, skip, strict=True)):
         if skipped:
             deps.events.emit("slice_skipped", round=state.round, slice=list(part), index=index)
@@ -93,6 +94,7 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
             total_lines=len(doc.lines),
             hashes=hashes,
             sections=[SectionSpan(name=s.name, start=s.start, end=s.end) for s in doc.sections],
+            digest=fingerprint(deps.abs(state.draft)),
         )
     }
 
@@ -211,11 +213,18 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
     assert fan is not None and merged is not None
     round_ = state.round
     settled = SettledState(dict(state.settled))
-    kept = settled.filter(fan.hashes, merged.auditor)
-    # Settled means returned clean: an INCONCLUSIVE slice settles nothing.
-    clean = [a for a in state.audits if a.round == round_ and a.status == "ok"]
-    audited = {s.name for s in fan.sections for a in clean if s.start <= a.slice[1] and s.end >= a.slice[0]}
-    settled.update(fan.hashes, audited, kept, round_)
+    spans = fan.spans()
+    kept = settled.filter(fan.hashes, merged.auditor, spans)
+    # Settled means an audit of the current bytes came back clean: an INCONCLUSIVE slice
+    # settles nothing, and an open finding of a slice keeps the section it is placed on
+    # unsettled (every section of that slice when it is placed on none).
+    audits = [
+        SliceAudit(a.slice, settled.filter(fan.hashes, a.findings, spans))
+        for a in state.audits
+        if a.round == round_ and a.status == "ok"
+    ]
+    settled.update(fan.hashes, spans, audits, round_)
+    settled.unsettle(fan.hashes, spans, merged.second, round_)
     second: list[Finding] = merged.second
     dual_clean = not blocking(kept) and not blocking(second) and not merged.inconclusive
     share = merged.prefix_share

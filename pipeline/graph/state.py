@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.findings import Finding, blocking
-from pipeline.formats.settled import SectionRecord
+from pipeline.formats.settled import SectionRecord, Span
 from pipeline.formats.slices import Slice
 from pipeline.runs.records import RUN_FORMAT
 
@@ -59,6 +59,11 @@ class FanOut(Record):
     total_lines: int
     hashes: dict[str, str]
     sections: list[SectionSpan]
+    digest: str | None = None
+    """The SHA-256 of the draft the round's auditors read."""
+
+    def spans(self) -> list[Span]:
+        return [(s.name, s.start, s.end) for s in self.sections]
 
 
 class SliceTask(Record):
@@ -141,6 +146,8 @@ class Comprehension(Record):
     error: str | None = None
     findings: list[Finding] = []
     output_path: str | None = None
+    digest: str | None = None
+    """The SHA-256 of the draft (and its companion) the gate read."""
 
 
 class Inconclusive(Record):

@@ -7,13 +7,17 @@ import difflib
 
 from langchain_core.runnables import RunnableConfig
 
+from pipeline.errors import WiringError
+from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
+from pipeline.formats.settled import SettledState, section_hashes
 from pipeline.formats.textio import atomic_write
 from pipeline.graph import entry
+from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.gate import decision_shaped
+from pipeline.graph.gate import companions, decision_shaped
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -35,10 +39,11 @@ OUTCOME_LINE = {
 
 
 def _inconclusive(state: RunState) -> list[Finding]:
-    """Why the final draft was not fully reviewed: no draft, or a required reviewer that
-    returned no valid review in the final round."""
+    """Why the final draft was not fully reviewed: no draft, an author that never confirmed
+    the draft it left, or a required reviewer that returned no valid review in the final round."""
     out: list[Finding] = []
-    if state.author is None or not state.author.draft_ok:
+    no_draft = state.author is None or not state.author.draft_ok
+    if no_draft:
         why = f": {state.author.error}" if state.author and state.author.error else ""
         out.append(
             Finding(
@@ -49,10 +54,12 @@ def _inconclusive(state: RunState) -> list[Finding]:
             )
         )
     for item in state.inconclusive:
-        if item.round == state.round and item.role != "design-author":
-            out.append(
-                Finding(severity="should-fix", rule="inconclusive", role=item.role, message=item.describe())
-            )
+        if item.round != state.round or (no_draft and item.role == "design-author"):
+            continue
+        message = item.describe()
+        if item.role == "design-author":
+            message += "; the draft on disk was reviewed, but its author never confirmed it"
+        out.append(Finding(severity="should-fix", rule="inconclusive", role=item.role, message=message))
     return out
 
 
@@ -86,7 +93,8 @@ def remaining(state: RunState) -> list[Finding]:
 
 def step6_outcome(state: RunState, config: RunnableConfig) -> Update:
     """How the loop exited (the seed's Outcomes), in order of what a person must act on first:
-    a blocker; a decision only phase 0 can make; a review that never happened; should-fix debt."""
+    a blocker; a decision only phase 0 can make; a review that never happened; should-fix debt.
+    PASS is asserted against the bytes on disk (``unchecked``) before it is recorded."""
     deps = deps_of(config)
     needed = decisions_needed(state)
     failed = _inconclusive(state)
@@ -103,8 +111,38 @@ def step6_outcome(state: RunState, config: RunnableConfig) -> Update:
         verdict = SHOULD_FIX_REMAINS
     else:
         verdict = PASS
+    if verdict == PASS and (why := unchecked(state, deps)):
+        deps.events.emit("stopped", message=f"PASS without a check: {why}")
+        raise WiringError(
+            f"the run would end PASS though {why}",
+            hint="this is a defect in designloop; the run stays resumable and nothing was logged",
+        )
     deps.events.emit("check", round=state.round, check="outcome", outcome=verdict, remaining=len(left))
     return {"outcome": Outcome(verdict=verdict, remaining=left)}
+
+
+def unchecked(state: RunState, deps: RunDeps) -> str | None:
+    """Why a PASS would not be true of the bytes now on disk, or None: PASS needs the final
+    round dual-clean, every section's current bytes audited clean (settled and unchanged), and
+    the comprehension gate passed on the draft (and companion) as they are now."""
+    evaluation, comprehension, fan = (
+        state.this_round_evaluation(),
+        state.this_round_comprehension(),
+        state.fanout,
+    )
+    if evaluation is None or not evaluation.dual_clean or fan is None or fan.round != state.round:
+        return "the final round's per-round pair was not dual-clean"
+    if comprehension is None or comprehension.status != "ok" or blocking(comprehension.findings):
+        return "the comprehension gate did not pass in the final round"
+    draft = deps.abs(state.draft)
+    if comprehension.digest is None or comprehension.digest != fingerprint(draft, *companions(state, deps)):
+        return f"{draft.name} changed after the comprehension gate read it"
+    if fan.digest != fingerprint(draft):
+        return f"{draft.name} changed after the auditors read it"
+    open_ = SettledState(dict(state.settled)).unchecked(section_hashes(load_design(draft)))
+    if open_:
+        return "no clean audit covers the current text of " + ", ".join(f'§"{n}"' for n in open_)
+    return None
 
 
 def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
@@ -112,11 +150,14 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
     deps = deps_of(config)
     assert state.outcome is not None
     left = state.outcome.remaining
-    items = [f"{f.severity}: {f.describe()}" for f in left if f.rule != "inconclusive"]
-    # Every role that was INCONCLUSIVE in any round, with the provider's (redacted) error.
-    items += [f"should-fix: inconclusive: {i.describe()}" for i in state.inconclusive]
+    # What remains is the outcome's own record: the same list --json carries.
+    items = [f"{f.severity}: {f.describe()}" for f in left]
+    # A role INCONCLUSIVE in an earlier round, with the provider's (redacted) error: a later
+    # round ran it again, so it is history, not an open finding.
     items += [
-        f"should-fix: {f.describe()}" for f in left if f.rule == "inconclusive" and f.role == "design-author"
+        f"note: earlier round: inconclusive: {i.describe()}"
+        for i in state.inconclusive
+        if i.round != state.round
     ]
     items += entry.suggestions(state)
     items += [f"note: {n}" for n in state.notes]
