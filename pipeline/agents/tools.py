@@ -377,6 +377,15 @@ TOOL_FUNCTIONS: dict[str, tuple[ToolFunction, str]] = {
 }
 
 
+WRITERS = frozenset({"Write", "Edit"})
+"""Tools that change a file: each runs alone (pydantic-ai's sequential tools), so N edits a
+model sends in one turn are applied one after the other, never as racing read-modify-writes."""
+
+
 def tools_for(allow_list: tuple[str, ...]) -> list[Tool[ToolContext]]:
     """pydantic-ai tools for exactly the names on the allow-list."""
-    return [Tool(fn, name=name, takes_ctx=True) for key in allow_list for fn, name in [TOOL_FUNCTIONS[key]]]
+    return [
+        Tool(fn, name=name, takes_ctx=True, sequential=key in WRITERS)
+        for key in allow_list
+        for fn, name in [TOOL_FUNCTIONS[key]]
+    ]

@@ -109,7 +109,7 @@ def _content_edit(req: EditRequest, d: DesignDir, plan: EditPlan) -> PlannedEdit
         return PlannedEdit(
             plan,
             section,
-            f'Applied an instruction to §"{section}": "{short(req.instruction)}".',
+            f'Instruction for §"{section}": "{short(req.instruction)}".',
             editor_file=path,
             passages=[passage(INSTRUCTION, section, req.instruction)],
         )
@@ -209,7 +209,7 @@ def _structural_rewrite(req: EditRequest, d: DesignDir, plan: EditPlan) -> Plann
         return PlannedEdit(
             plan,
             None,
-            f'Rewrote design.md by instruction: "{short(req.instruction)}".',
+            f'Instruction for design.md: "{short(req.instruction)}".',
             editor_file=d.design,
             passages=[passage(INSTRUCTION, None, req.instruction)],
         )
@@ -280,7 +280,7 @@ def _mechanics_edit(req: EditRequest, d: DesignDir, plan: EditPlan) -> PlannedEd
         return PlannedEdit(
             plan,
             req.section,
-            f'Applied an instruction to design-mechanics.md{where}: "{short(req.instruction)}".',
+            f'Instruction for design-mechanics.md{where}: "{short(req.instruction)}".',
             touched_mechanics=True,
             editor_file=path,
             passages=[passage(INSTRUCTION, req.section, req.instruction)],

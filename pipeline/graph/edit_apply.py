@@ -10,12 +10,13 @@ from langchain_core.runnables import RunnableConfig
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.edit_ops import plan_edit, plan_files
+from pipeline.formats.edit_ops import INSTRUCTION, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
 from pipeline.formats.edits import find_section, parse
 from pipeline.formats.findings import Finding
 from pipeline.formats.refs import propagate_plan
 from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
+from pipeline.formats.section_diff import section_texts
 from pipeline.formats.stamp import STAMP_RE, first_line, stamp_line
 from pipeline.formats.sync_delta import (
     baseline_path,
@@ -105,7 +106,8 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         update["usage"] = [usage]
         update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
     files, created = changed_files(deps)
-    applied = bool(files) and (state.kind != "length-trigger-crossing" or _companion_filled(d))
+    missed = _missed(deps, planned.passages, planned.editor_file) if files else None
+    applied = bool(files) and not missed and (state.kind != "length-trigger-crossing" or _companion_filled(d))
     update["applied"] = Applied(
         applied=applied,
         files=files,
@@ -113,10 +115,28 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         changed_section=planned.changed_section,
         summary=planned.summary,
         editor=editor,
+        missed=missed,
         touched_mechanics=planned.touched_mechanics or deps.rel(d.mechanics) in files,
         references=planned.references,
     )
     return update
+
+
+def _missed(deps: RunDeps, passages: list[Finding], path: Path | None) -> str | None:
+    """An instruction about one section that left that section as it was (whatever else it
+    changed): the edit was not made, and the run says so."""
+    asked = [p.section for p in passages if p.rule == INSTRUCTION and p.section]
+    if not asked or path is None:
+        return None
+    start = snapshot_reader(deps.design, deps.run_dir)(path)
+    now = read_live(path)
+    old = section_texts(start.decode("utf-8", "replace") if start else "", path)
+    new = section_texts(now.decode("utf-8", "replace") if now else "", path)
+    same = [name for name in asked if name in old and old[name] == new.get(name)]
+    if not same:
+        return None
+    where = ", ".join(f'§"{name}"' for name in same)
+    return f"the instruction produced no change in {where} (the diff summary shows what did change)"
 
 
 def _sync_passages(deps: RunDeps, design: str, mechanics: str) -> tuple[list[Finding], list[str], bool]:

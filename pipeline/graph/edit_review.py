@@ -12,6 +12,7 @@ from pipeline.agents.roles import load_prompt
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.checks.fixes import apply_fixes
 from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc, load_design
+from pipeline.formats.edit_plan import read_live
 from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.mutations import kind_rule
 from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
@@ -194,6 +195,7 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
     deps = deps_of(config)
     d = deps.design
     open_ = state.open_findings()
+    before = {path: read_live(path) for path in (d.design, d.mechanics)}
     exact = [
         f.model_copy(update={"file": str(deps.abs(f.file))})
         for f in open_
@@ -224,7 +226,9 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
             f"round {state.round}: {len(left)} finding(s) in the plan files are not the editor's to fix "
             "(implementation-plan.md and plan/ have their own gates)"
         )
-    turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=bool(auto or summaries))
+    # "Changed" is what the files show, not what the editor said it did.
+    moved = any(read_live(path) != data for path, data in before.items())
+    turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
     deps.events.emit("fix", round=state.round, auto=auto, editor=len(summaries))
     return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.findings import Finding, blocking
-from pipeline.graph.state import Outcome, Record, Status
+from pipeline.graph.state import FileDiff, Outcome, Record, Status
 from pipeline.runs.records import RUN_FORMAT
 
 ColdScope = Literal["bounded", "whole-doc", "skipped"]
@@ -31,7 +31,10 @@ class Applied(Record):
     changed_section: str | None = None
     summary: str
     editor: str | None = None
-    """The inline editor's own summary, when it ran."""
+    """The inline editor's own summary, when it ran (its words, shown as its note)."""
+    missed: str | None = None
+    """Why the edit counts as not applied although files changed: an instruction that left
+    the section it names as it was."""
     touched_mechanics: bool = False
     references: list[str] = Field(default_factory=list)
 
@@ -116,6 +119,8 @@ class EditState(BaseModel):
     history: Annotated[list[EditRound], operator.add] = Field(default_factory=list)
     outcome: Outcome | None = None
     review_entry: int | None = None
+    diff: list[FileDiff] = Field(default_factory=list)
+    """The real diff of every file the edit changed (the review log and --json say it)."""
     sync_suggestion: str | None = None
     summary: str | None = None
 
@@ -146,5 +151,6 @@ class EditUpdate(TypedDict, total=False):
     history: list[EditRound]
     outcome: Outcome
     review_entry: int
+    diff: list[FileDiff]
     sync_suggestion: str
     summary: str

@@ -14,7 +14,8 @@ from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write, atomic_write_bytes
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState, EditUpdate
-from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, Outcome
+from pipeline.graph.entry import describe_diff, real_diff
+from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, FileDiff, Outcome
 from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
 from pipeline.runs.edit_setup import snapshot_reader, touched_files
 
@@ -35,7 +36,7 @@ def remaining(state: EditState) -> list[Finding]:
             Finding(
                 severity="blocker",
                 rule="edit-not-applied",
-                message=what + (f": {applied.editor}" if applied.editor else ""),
+                message=applied.missed or what + (f": {applied.editor}" if applied.editor else ""),
                 suggested_fix="give the change as --old/--new or --content, or reword the instruction",
             )
         )
@@ -93,11 +94,12 @@ def _cold_read_line(state: EditState) -> tuple[str, str]:
     return scope.cold_read, text
 
 
-def _diff_summary(state: EditState) -> str:
+def _diff_summary(state: EditState, diffs: list[FileDiff]) -> str:
+    """What was asked (or the exact operation planned), then what the files show: the real diff.
+    The inline editor's own words stay, labelled as its note."""
     applied = state.applied
     parts = [applied.summary] if applied else []
-    if applied and applied.editor:
-        parts.append(f"Inline editor: {applied.editor}")
+    parts.append(f"Diff: {describe_diff(diffs)}.")
     fixes = [f for f in state.fixes if f.changed]
     if fixes:
         auto = sum(f.auto for f in fixes)
@@ -106,9 +108,9 @@ def _diff_summary(state: EditState) -> str:
             + (f" ({auto} exact fix(es))" if auto else "")
             + "."
         )
-    if applied and applied.files:
-        parts.append("Files: " + ", ".join(f.rsplit("/", 1)[-1] for f in applied.files) + ".")
-    return " ".join(parts) or "No change."
+    if applied and applied.editor:
+        parts.append(f"Inline editor's note: {applied.editor}")
+    return " ".join(parts)
 
 
 def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
@@ -119,10 +121,12 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
     assert state.outcome is not None
     target_file = "design-mechanics.md" if state.kind == "mechanics-edit" else "design.md"
     scope = state.scope
+    read = snapshot_reader(d, deps.run_dir)
+    diffs = real_diff((deps.rel(p), read(p), read_live(p)) for p in touched_files(d))
     entry = MutationEntry(
         kind=state.kind,
         target_file=target_file,
-        diff_summary=_diff_summary(state),
+        diff_summary=_diff_summary(state, diffs),
         mechanical_target=scope.target if scope else "both",
         mechanical="PASS" if not state.mechanical else f"{len(state.mechanical)} findings",
         cold_read_scope="",
@@ -158,7 +162,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     if state.kind in ("design-sync", "length-trigger-crossing") and d.mechanics.is_file():
         atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
-    return {"review_entry": result.number}
+    return {"review_entry": result.number, "diff": diffs}
 
 
 def step8_sync_suggestion(state: EditState, config: RunnableConfig) -> EditUpdate:

@@ -21,6 +21,7 @@ from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
 from pipeline.graph.edit_build import build_edit_graph
 from pipeline.graph.edit_state import EditState
+from pipeline.graph.entry import describe_diff
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -87,6 +88,10 @@ class RunResult:
             "draft": state.draft if state else None,
             "history": [h.model_dump() for h in state.history] if state else [],
             "notes": state.notes if state else [],
+            "diff": {
+                "summary": describe_diff(state.diff if state else []),
+                "files": [d.to_json() for d in state.diff] if state else [],
+            },
             "paused": self.paused,
             "message": self.message,
         } | (edit_json(state) if isinstance(state, EditState) else {})

@@ -186,6 +186,45 @@ class RoundHistory(Record):
     prefix_share: float
 
 
+class FileDiff(Record):
+    """What a run changed in one file, from the file's bytes before and after (never from what
+    a model said it did)."""
+
+    file: str
+    """Relative to the repository root."""
+    created: bool = False
+    deleted: bool = False
+    added: list[str] = []
+    removed: list[str] = []
+    changed: list[str] = []
+    """The ``##`` sections (and ``# Part`` headings) added, removed and changed."""
+    lines_added: int = 0
+    lines_removed: int = 0
+
+    def describe(self) -> str:
+        name = self.file.rsplit("/", 1)[-1]
+        if self.created or self.deleted:
+            what = "created" if self.created else "deleted"
+            return f"{name} {what} ({self.lines_added or self.lines_removed} lines)"
+        parts = [
+            f"{verb} " + ", ".join(f'§"{n}"' for n in names)
+            for verb, names in (("added", self.added), ("removed", self.removed), ("changed", self.changed))
+            if names
+        ]
+        lines = f"+{self.lines_added} -{self.lines_removed} lines"
+        return f"{name}: " + ("; ".join(parts) + f" ({lines})" if parts else lines)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "created": self.created,
+            "deleted": self.deleted,
+            "sections": {"added": self.added, "removed": self.removed, "changed": self.changed},
+            "lines_added": self.lines_added,
+            "lines_removed": self.lines_removed,
+        }
+
+
 class Outcome(Record):
     """How the loop exited, and what remains."""
 
@@ -224,6 +263,8 @@ class RunState(BaseModel):
     history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
     outcome: Outcome | None = None
     review_entry: int | None = None
+    diff: list[FileDiff] = []
+    """The real diff of every file the run changed (the review log and --json say it)."""
     stamped: bool = False
     summary: str | None = None
 
@@ -266,5 +307,6 @@ class Update(TypedDict, total=False):
     history: list[RoundHistory]
     outcome: Outcome
     review_entry: int
+    diff: list[FileDiff]
     stamped: bool
     summary: str

@@ -24,6 +24,7 @@ from pipeline.graph.state import (
     INCONCLUSIVE,
     PASS,
     SHOULD_FIX_REMAINS,
+    FileDiff,
     Outcome,
     RunState,
     Update,
@@ -184,7 +185,15 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
-    return {"review_entry": result.number}
+    return {"review_entry": result.number, "diff": run_diff(state, deps)}
+
+
+def run_diff(state: RunState, deps: RunDeps) -> list[FileDiff]:
+    """The real diff of the draft against the run's before-snapshot (absent then: created)."""
+    draft = deps.abs(state.draft)
+    before = deps.run_dir / "before.md"
+    old = before.read_bytes() if before.is_file() else None
+    return entry.real_diff([(state.draft, old, draft.read_bytes() if draft.is_file() else None)])
 
 
 def step9_present(state: RunState, config: RunnableConfig) -> Update:
