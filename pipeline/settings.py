@@ -116,6 +116,24 @@ CACHE_DIR = "cache"
 CACHE_DB = "cache.db"
 
 
+LOCKS_DIR = "locks"
+"""Short-lived lock files (the review log's append lock), in the runs directory: never in a
+design directory."""
+GITIGNORE = "# designloop's run records, checkpoints and model-call cache: not for version control.\n*\n"
+
+
+def make_runs_dir(runs_dir: Path) -> Path:
+    """Create the runs directory (when missing) with its own ``.gitignore`` ("*"), as
+    ``.pytest_cache`` and ``.ruff_cache`` carry theirs, so ``git status`` never lists it."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(runs_dir / ".gitignore", "x", encoding="utf-8") as handle:
+            handle.write(GITIGNORE)
+    except FileExistsError:
+        pass
+    return runs_dir
+
+
 def default_runs_dir(root: Path) -> Path:
     """Where run records, checkpoints and the model-call cache live unless --runs-dir says otherwise."""
     return root / "runs"

@@ -284,3 +284,20 @@ def test_the_review_log_entries_parse_back(tmp_path: Path) -> None:
     run_dir = start(d, tmp_path)
     go(run_dir)
     assert [e.kind for e in parse_entries(d.mutations)] == ["phase1-creation"]
+
+
+def test_every_run_keeps_its_own_params_files(tmp_path: Path) -> None:
+    """Phase 4 (and a second phase-1 run) never overwrites the record of what an earlier run's
+    spawns were given: each run's params files live in its own folder under _workflow/reviews/."""
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    runs = ["--runs-dir", str(tmp_path / "runs"), "--json"]
+    first = json.loads(run_cli(["create", str(d.root), *runs]).out)["run_id"]
+    final = json.loads(run_cli(["final", str(d.root), *runs]).out)["run_id"]
+    second = json.loads(run_cli(["create", str(d.root), *runs]).out)["run_id"]
+    kinds = {
+        run: json.loads((d.reviews / run / "r1-design-author.json").read_text())["kind"]
+        for run in (first, final, second)
+    }
+    assert kinds == {first: "phase1-creation", final: "phase4-creation", second: "phase1-creation"}
+    assert not list(d.reviews.glob("*.json"))  # nothing addressed by round and role alone

@@ -228,9 +228,10 @@ def test_design_sync_redistills_and_runs_both_cold_reads(tmp_path: Path) -> None
     entry = entry_text(d, out["review_log_entry"])
     assert "**Working-mode counter**: 0 mechanics-edits since last sync" in entry
     assert "(comprehension-review, readability-auditor)" in entry and "(target=both)" in entry
-    params = json.loads(next(d.reviews.glob("r1-readability-auditor*.json")).read_text())
+    folder = d.reviews / out["run_id"]  # the run's own params files
+    params = json.loads(next(folder.glob("r1-readability-auditor*.json")).read_text())
     assert "slice_count" not in params and "total_lines" not in params and params["slice"][0] == 1
-    comprehension = json.loads((d.reviews / "r1-comprehension-review.json").read_text())
+    comprehension = json.loads((folder / "r1-comprehension-review.json").read_text())
     assert "re-distills design.md" in comprehension["note"] and comprehension["scope"] == "whole-doc"
     summary = (tmp_path / "runs" / out["run_id"] / "summary.md").read_text()
     assert "## What changed in mechanics since the last sync" in summary

@@ -389,6 +389,7 @@ def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Pa
             / "0001"
             / "_workflow"
             / "reviews"
+            / run_dir.name
             / "r2-design-author.json"
         ).read_text()
     )

@@ -37,7 +37,7 @@ def entry(kind: str = "phase1-creation", note: str = "Seeded the design.") -> Mu
 
 def test_render_matches_the_contract(tmp_path: Path) -> None:
     path = tmp_path / "_workflow" / "design-mutations.md"
-    result = append_entry(path, entry())
+    result = append_entry(path, entry(), lock_dir=tmp_path / "locks")
     assert result.number == 1 and result.appended
     assert path.read_text() == (
         "## Mutation 1 — 2026-11-29 — phase1-creation (design.md)\n\n"
@@ -53,15 +53,15 @@ def test_numbering_continues_from_highest(tmp_path: Path) -> None:
     path = write(
         tmp_path / "design-mutations.md", "## Mutation 7 — 2026-01-01 — content-edit (design.md)\n\nx\n"
     )
-    assert append_entry(path, entry("content-edit")).number == 8
+    assert append_entry(path, entry("content-edit"), lock_dir=tmp_path / "locks").number == 8
     assert [e.number for e in parse_entries(path)] == [7, 8]
     assert path.read_text().startswith("## Mutation 7")
 
 
 def test_append_once_per_run(tmp_path: Path) -> None:
     path = tmp_path / "design-mutations.md"
-    first = append_entry(path, entry(), run_id="run-1")
-    again = append_entry(path, entry(), run_id="run-1")
+    first = append_entry(path, entry(), run_id="run-1", lock_dir=tmp_path / "locks")
+    again = append_entry(path, entry(), run_id="run-1", lock_dir=tmp_path / "locks")
     assert (first.number, again.number, again.appended) == (1, 1, False)
     assert len(parse_entries(path)) == 1
 
@@ -77,7 +77,7 @@ def test_counters(tmp_path: Path) -> None:
         "content-edit",
     ]
     for kind in kinds:
-        append_entry(path, entry(kind))
+        append_entry(path, entry(kind), lock_dir=tmp_path / "locks")
     entries = parse_entries(path)
     # four counted entries so far (mechanics-edit excluded): the next counted one is the 5th
     assert periodic_whole_doc_due(entries, "content-edit")
@@ -85,21 +85,21 @@ def test_counters(tmp_path: Path) -> None:
     assert working_mode_count(entries) == 2
     assert "**Working-mode counter**: 2 mechanics-edits since last sync" in path.read_text()
     for _ in range(3):
-        append_entry(path, entry("mechanics-edit"))
+        append_entry(path, entry("mechanics-edit"), lock_dir=tmp_path / "locks")
     assert sync_suggested(parse_entries(path))
-    append_entry(path, entry("design-sync"))
+    append_entry(path, entry("design-sync"), lock_dir=tmp_path / "locks")
     assert working_mode_count(parse_entries(path)) == 0
 
 
 def test_malformed_heading_is_an_input_error(tmp_path: Path) -> None:
     path = write(tmp_path / "design-mutations.md", "## Mutation four\n")
     with pytest.raises(InputError, match="malformed review-log heading"):
-        append_entry(path, entry())
+        append_entry(path, entry(), lock_dir=tmp_path / "locks")
     assert path.read_text() == "## Mutation four\n"
 
 
 def _append(path: str, note: str) -> None:
-    append_entry(Path(path), entry(note=note))
+    append_entry(Path(path), entry(note=note), lock_dir=Path(path).parent / "locks")
 
 
 def test_two_processes_append_distinct_entries(tmp_path: Path) -> None:
@@ -115,3 +115,7 @@ def test_two_processes_append_distinct_entries(tmp_path: Path) -> None:
     assert sorted(e.number for e in entries) == [1, 2]
     text = path.read_text()
     assert "writer 0" in text and "writer 1" in text and text.count("**Iterations**") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "design-mutations.md",
+        "locks",
+    ]  # no lock beside the log

@@ -34,7 +34,7 @@ from tenacity.wait import wait_base
 
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
-from pipeline.settings import CACHE_DB
+from pipeline.settings import CACHE_DB, make_runs_dir
 
 VOLATILE_KEYS = frozenset(
     {
@@ -300,6 +300,7 @@ def _answered() -> None:
 
 
 def open_cache(directory: Path) -> diskcache.Cache:
+    make_runs_dir(directory.parent)
     directory.mkdir(parents=True, exist_ok=True)
     try:
         return diskcache.Cache(str(directory), size_limit=2**30)

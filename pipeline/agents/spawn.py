@@ -93,15 +93,18 @@ the prompt is byte-identical across every spawn and names nothing of the run."""
 
 
 def params_path_for(reviews_dir: Path, params: SpawnParams, index: int | None = None) -> Path:
-    """A params file is addressed by (directory, round, role, slice), never by run: the same
-    inputs give the same file and the same requests (one run per directory at a time)."""
+    """A params file is addressed by (folder, round, role, slice). A run's folder is its own
+    (``_workflow/reviews/<run-id>/``); the file's content names nothing of the run, so the same
+    inputs give the same requests. The prompt names the file only as ``@params``."""
     suffix = f"-s{index}" if index is not None else ""
     return reviews_dir / f"r{params.round}-{params.role}{suffix}.json"
 
 
 def review_output_path(reviews_dir: Path, round_: int, role: str) -> Path:
-    """Where a read-only role's review is written on its behalf (the phase-4 output_path)."""
-    return reviews_dir / f"r{round_}-{role}.md"
+    """Where a read-only role's review is written on its behalf (the phase-4 output_path): one
+    folder per kind, so it names nothing of the run (its params, and so its requests, stay the
+    same for the same inputs) and the latest phase-4 run's review is the one there."""
+    return reviews_dir / "phase4-creation" / f"r{round_}-{role}.md"
 
 
 def write_params(path: Path, params: SpawnParams) -> None:

@@ -9,6 +9,7 @@ the number it already has, which makes a resumed run's append happen exactly onc
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,14 +168,24 @@ class AppendResult:
     text: str
 
 
+def lock_path(path: Path, lock_dir: Path) -> Path:
+    """The append lock of the review log at ``path``: a file in ``lock_dir`` (the runs
+    directory's ``locks/``), named by the log's real path, never a file beside the log."""
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:20]
+    return lock_dir / f"review-log-{key}.lock"
+
+
 def append_entry(
-    path: Path, entry: MutationEntry, run_id: str | None = None, timeout: float = 60.0
+    path: Path, entry: MutationEntry, run_id: str | None = None, timeout: float = 60.0, *, lock_dir: Path
 ) -> AppendResult:
-    """Append ``entry`` exactly once (per ``run_id`` when given), atomically, under a lock."""
+    """Append ``entry`` exactly once (per ``run_id`` when given), atomically, under a lock
+    kept in ``lock_dir``."""
     if entry.kind not in MUTATION_KINDS:
         raise InputError(f"unknown mutation kind {entry.kind!r}", hint=f"one of {sorted(MUTATION_KINDS)}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path) + ".lock", timeout=timeout)
+    held = lock_path(path, lock_dir)
+    held.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(held), timeout=timeout)
     try:
         with lock:
             entries = parse_entries(path)
@@ -202,5 +213,5 @@ def append_entry(
         raise InputError(
             "timed out waiting for the review-log lock",
             file=path,
-            hint=f"another designloop process holds {path}.lock; wait for it or remove a stale lock",
+            hint=f"another designloop process holds {held}; wait for it or remove a stale lock",
         ) from None

@@ -95,22 +95,37 @@ def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
     return (b"\xef\xbb\xbf" if bom else b"") + body.encode("utf-8")
 
 
+def umask() -> int:
+    """The process umask, read without changing it where the system tells it (Linux), else
+    by setting it and putting it straight back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a same-directory temporary file and a rename."""
+    """Write ``data`` to ``path`` through a same-directory temporary file and a rename. A file
+    that exists keeps its mode; a new one gets the mode any other program would give it
+    (0666 less the umask), not the temporary file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode: int | None = None
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        mode = None
+        mode = 0o666 & ~umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -21,7 +21,7 @@ from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog
-from pipeline.settings import Limits, RunSettings
+from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
 
 @dataclass(slots=True)
@@ -47,6 +47,17 @@ class RunDeps:
         spec = self.runtime.model_specs.get(role, OFFLINE)
         return self.warmup and caches_prompts(spec, self.runtime.base_url)
 
+    @property
+    def reviews(self) -> Path:
+        """This run's own folder of params files: ``_workflow/reviews/<run-id>/`` (names never
+        collide across kinds and runs, so each run keeps the record of what its spawns got)."""
+        return self.design.reviews / self.run_dir.name
+
+    @property
+    def locks(self) -> Path:
+        """Where the run's short-lived lock files go: the runs directory's ``locks/``."""
+        return self.run_dir.parent / LOCKS_DIR
+
     def rel(self, path: Path) -> str:
         return self.design.rel(path)
 
@@ -57,7 +68,7 @@ class RunDeps:
         self, params: SpawnParams, index: int | None = None, **extra: Any
     ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event."""
-        result = await self.runtime.spawn(params, self.design, index)
+        result = await self.runtime.spawn(params, self.design, index, self.reviews)
         review = result.review
         self.events.emit(
             "spawn",

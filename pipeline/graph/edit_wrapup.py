@@ -158,7 +158,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
         else:
             entry.extra = [f"**Mechanics changes since the last sync** ({since}): {changes}"]
     deps.fence()
-    result = append_entry(d.mutations, entry, run_id=state.run_id)
+    result = append_entry(d.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     if state.kind in ("design-sync", "length-trigger-crossing") and d.mechanics.is_file():
         atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())

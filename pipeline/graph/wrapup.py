@@ -183,7 +183,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         outcome=state.outcome.verdict,
     )
     deps.fence()
-    result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id)
+    result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id, lock_dir=deps.locks)
     deps.events.emit("review_log", entry=result.number, appended=result.appended)
     return {"review_entry": result.number, "diff": run_diff(state, deps)}
 

@@ -22,6 +22,7 @@ from pipeline.runs.events import EventLog
 from pipeline.runs.preflight import check_design_dir, check_runs_dir
 from pipeline.runs.records import RunOptions, RunRecord, portable, write_record
 from pipeline.runs.setup import OpenRun, stored_url
+from pipeline.settings import make_runs_dir
 
 BEFORE = "before"
 PLACEHOLDER_STAMP = stamp_line("0" * 40)
@@ -94,7 +95,7 @@ def prepare_edit(
     check_runs_dir(session.runs_dir)
     run_id = run_id or new_edit_id(req.kind)
     run_dir = session.runs_dir / run_id
-    partial = session.runs_dir / f".{run_id}.partial"
+    partial = make_runs_dir(session.runs_dir) / f".{run_id}.partial"
     partial.mkdir(parents=True)
     snapshot(design, partial)
     primary = design.mechanics if req.kind == "mechanics-edit" else design.design

@@ -24,6 +24,7 @@ from pipeline.runs.records import (
     read_record,
     write_record,
 )
+from pipeline.settings import make_runs_dir
 
 
 @dataclass(slots=True)
@@ -114,7 +115,7 @@ def start_run(plan: RunPlan) -> OpenRun:
         inputs=plan.inputs,
     )
     run_dir = session.runs_dir / plan.run_id
-    partial = session.runs_dir / f".{plan.run_id}.partial"
+    partial = make_runs_dir(session.runs_dir) / f".{plan.run_id}.partial"
     partial.mkdir(parents=True)
     if plan.target.is_file():
         atomic_write(partial / "before.md", read_text(plan.target, what="design").text)

@@ -31,7 +31,7 @@ from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, list_runs, read_view
-from pipeline.settings import CHECKPOINTS
+from pipeline.settings import CHECKPOINTS, make_runs_dir
 
 CHECKPOINT_STORE = "checkpoint store"
 BATCHES = "batches"
@@ -99,7 +99,7 @@ async def sqlite_checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]
 
     The state is plain JSON (graph.build.node), so the serializer imports no classes on load.
     """
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    make_runs_dir(runs_dir)
     path = runs_dir / CHECKPOINTS
     try:
         async with aiosqlite.connect(path, timeout=30) as conn:
@@ -212,6 +212,7 @@ class LocalStore:
         return read_record(self.run_dir(run_id))
 
     def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
+        make_runs_dir(self.runs_dir)
         atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
 
     def load_batch(self, batch_id: str | None) -> dict[str, Any]:
