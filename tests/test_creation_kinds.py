@@ -301,3 +301,28 @@ def test_every_run_keeps_its_own_params_files(tmp_path: Path) -> None:
     }
     assert kinds == {first: "phase1-creation", final: "phase4-creation", second: "phase1-creation"}
     assert not list(d.reviews.glob("*.json"))  # nothing addressed by round and role alone
+
+
+def test_phase4_reads_bulleted_episodes_and_refuses_a_section_it_cannot_read(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    track = d.plan_dir / "track-1.md"
+    text = track.read_text()
+    head, _ = text.split("## Episodes", 1)
+    bullets = (
+        "## Episodes\n\n"
+        "- TokenBucket and MemoryStore landed: `TokenBucket.take` returns a decision and the new state.\n"
+        "- RedisStore runs the Lua script: `RedisStore` registers `TAKE_SCRIPT` once.\n"
+    )
+    track.write_text(head + bullets)
+    runs = ["--runs-dir", str(tmp_path / "runs"), "--json"]
+    done = run_cli(["final", str(d.root), *runs])
+    assert done.code in (0, 1), done.err
+    entry = entry_text(d)
+    assert "4 episode(s) in 2 track file(s)" in entry
+    assert "RedisStore runs the Lua script" in d.final.read_text()
+    # Text under ## Episodes that holds no episode is bad input, not "no track episodes".
+    track.write_text(head + "## Episodes\n\n```\nsee the wiki\n```\n")
+    before = {p: p.read_bytes() for p in d.root.rglob("*") if p.is_file()}
+    refused = run_cli(["final", str(d.root), *runs])
+    assert refused.code == 2 and "track-1.md" in refused.err and "what to do:" in refused.err
+    assert {p: p.read_bytes() for p in d.root.rglob("*") if p.is_file()} == before

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE, write
 
+from pipeline.errors import InputError
 from pipeline.formats.design_doc import load_design
-from pipeline.formats.plan import load_plan_file, load_tracks
+from pipeline.formats.plan import check_episodes, load_plan_file, load_tracks
 
 
 def test_example_tracks_parse() -> None:
@@ -70,3 +72,33 @@ def test_parts_group_sections(tmp_path: Path) -> None:
         ("A", "Part 1: Core"),
         ("B", "Part 2: Edge"),
     ]
+
+
+EPISODE_SHAPES = {
+    "headings": "### Step 1: The bucket landed\nIt takes tokens.\n\n### Step 2: Redis\nA script runs.\n",
+    "bullets": "- **The bucket landed:** it takes tokens.\n- Redis runs a Lua script\n  that returns the tokens.\n",
+    "numbered": "1. The bucket landed. It takes tokens.\n2. Redis runs a Lua script.\n",
+    "paragraphs": "The bucket landed; it takes tokens.\n\nRedis runs a Lua script,\nwhich returns the tokens.\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(EPISODE_SHAPES))
+def test_episodes_in_any_reasonable_shape(tmp_path: Path, shape: str) -> None:
+    text = f"# Track 1\n\n## Decision Log\n\n## Episodes\n\n{EPISODE_SHAPES[shape]}\n## Notes\n\nNot an episode.\n"
+    track = load_plan_file(write(tmp_path / "track-1.md", text))
+    assert len(track.episodes) == 2
+    second = track.episodes[1].title + " " + track.episodes[1].body
+    assert "Redis" in second and "Not an episode" not in second
+    assert all(e.title and e.line > 5 for e in track.episodes)
+    check_episodes(track)  # no error
+
+
+def test_episodes_with_text_but_no_episode_are_bad_input(tmp_path: Path) -> None:
+    text = "# Track 1\n\n## Episodes\n\n| when | what |\n| --- | --- |\n| May | the bucket |\n"
+    track = load_plan_file(write(tmp_path / "track-1.md", text))
+    with pytest.raises(InputError, match="no episode") as caught:
+        check_episodes(track)
+    assert caught.value.file == str(tmp_path / "track-1.md") and caught.value.line == 3
+    empty = load_plan_file(write(tmp_path / "track-2.md", "# Track 2\n\n## Episodes\n\n<!-- none yet -->\n"))
+    check_episodes(empty)  # nothing written there yet: no episode, and no error
+    assert empty.episodes == []

@@ -61,6 +61,33 @@ def parse_structure(text: str, lines: list[str]) -> Structure:
     return Structure(lines=lines, headings=headings, code_lines=frozenset(code))
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A top-level block of a run of lines: ``item`` (a top-level list item, nested lists
+    included), ``paragraph``, ``html``, ``code`` or ``other``; lines 1-based, inclusive."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def top_blocks(lines: list[str]) -> list[Block]:
+    """The top-level blocks of ``lines`` (line numbers relative to the first line, 1-based)."""
+    kinds = {"paragraph_open": "paragraph", "html_block": "html", "fence": "code", "code_block": "code"}
+    out: list[Block] = []
+    for token in _parser().parse("\n".join(lines)):
+        if token.map is None:
+            continue
+        start, end = token.map[0] + 1, token.map[1]
+        if token.type == "list_item_open" and token.level == 1:
+            out.append(Block("item", start, end))
+        elif token.level == 0 and token.type in kinds:
+            out.append(Block(kinds[token.type], start, end))
+        elif token.level == 0 and token.type in ("blockquote_open", "hr", "heading_open"):
+            out.append(Block("other", start, end))
+    return out
+
+
 FIELD_RE = re.compile(r"^\*\*(?P<name>[A-Za-z][^*:\n]*?):\*\*\s*(?P<value>.*)$")
 
 

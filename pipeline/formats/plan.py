@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.formats.markdown import Structure, parse_structure
+from pipeline.formats.markdown import Structure, parse_structure, top_blocks
 from pipeline.formats.textio import TextFile, read_text
 
 FULL_DESIGN_PREFIX = "**Full design:**"
@@ -38,26 +38,35 @@ class PlanFile:
     refs: list[FullDesignRef]
     decision_log: list[Entry]
     episodes: list[Entry]
+    unread_episodes: int | None = None
+    """The ``## Episodes`` heading's line when the section holds text but no episode."""
 
     @property
     def path(self) -> Path:
         return self.file.path
 
 
-def _entries(structure: Structure, section: str) -> list[Entry]:
+def _span(structure: Structure, section: str) -> tuple[int, int] | None:
+    """The lines of the ``## section`` (its heading line, its last line)."""
     heads = structure.headings
-    start = end = None
     for index, head in enumerate(heads):
         if head.level == 2 and head.text.strip().lower() == section.lower():
-            start = head.line
             end = len(structure.lines)
             for later in heads[index + 1 :]:
                 if later.level <= 2:
                     end = later.line - 1
                     break
-            break
-    if start is None or end is None:
+            return head.line, end
+    return None
+
+
+def _entries(structure: Structure, section: str) -> list[Entry]:
+    """The ``###`` entries of a ``## section``."""
+    span = _span(structure, section)
+    if span is None:
         return []
+    start, end = span
+    heads = structure.headings
     subs = [h for h in heads if h.level == 3 and start < h.line <= end]
     entries: list[Entry] = []
     for index, head in enumerate(subs):
@@ -65,6 +74,62 @@ def _entries(structure: Structure, section: str) -> list[Entry]:
         body = "\n".join(structure.lines[head.line : stop]).strip()
         entries.append(Entry(head.text, head.line, body))
     return entries
+
+
+MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+BOLD_LABEL_RE = re.compile(r"^\*\*(?P<label>[^*]+?)\*\*\s*[:.\u2014-]?\s*(?P<rest>.*)$", re.S)
+COLON_LABEL_RE = re.compile(r"^(?P<label>[^:`\n]{1,80}?):\s+(?P<rest>.+)$", re.S)
+LABEL_WORDS = 10
+
+
+def _label(text: str, number: int) -> tuple[str, str]:
+    """An episode's title and body: a leading bold label, else a short ``label:`` lead, else
+    ``Episode N`` with the whole text as its body."""
+    for pattern in (BOLD_LABEL_RE, COLON_LABEL_RE):
+        match = pattern.match(text)
+        if match and len(match.group("label").split()) <= LABEL_WORDS and match.group("rest").strip():
+            return match.group("label").strip().rstrip(":."), match.group("rest").strip()
+    return f"Episode {number}", text
+
+
+def _episodes(structure: Structure) -> tuple[list[Entry], int | None]:
+    """The episodes under ``## Episodes`` in any reasonable shape: ``###`` entries; else each
+    top-level list item; else each paragraph. Also the heading's line when the section holds
+    text (anything but blank lines and HTML comments) that yields no episode."""
+    span = _span(structure, "Episodes")
+    if span is None:
+        return [], None
+    headed = _entries(structure, "Episodes")
+    if headed:
+        return headed, None
+    start, end = span
+    lines = structure.lines[start:end]
+    blocks = top_blocks(lines)
+    items = [b for b in blocks if b.kind == "item"]
+    paragraphs = [
+        b for b in blocks if b.kind == "paragraph" and not lines[b.start - 1].lstrip().startswith("|")
+    ]
+    chosen = items or paragraphs
+    entries: list[Entry] = []
+    for number, block in enumerate(chosen, start=1):
+        raw = lines[block.start - 1 : block.end]
+        raw[0] = MARKER_RE.sub("", raw[0], count=1)
+        title, body = _label("\n".join(line.strip() for line in raw).strip(), number)
+        entries.append(Entry(title, start + block.start, body))
+    text = any(b.kind != "html" for b in blocks)
+    return entries, start if text and not entries else None
+
+
+def check_episodes(plan: PlanFile) -> None:
+    """A track whose ``## Episodes`` holds text but no episode is bad input, never read as
+    "no track episodes"."""
+    if plan.unread_episodes is not None:
+        raise InputError(
+            "## Episodes holds text but no episode (no ### entry, list item or paragraph)",
+            file=plan.path,
+            line=plan.unread_episodes,
+            hint="write each episode as a ### heading with its text, a list item, or a paragraph",
+        )
 
 
 def _refs(structure: Structure) -> list[FullDesignRef]:
@@ -86,13 +151,8 @@ def _refs(structure: Structure) -> list[FullDesignRef]:
 
 def parse_plan_file(file: TextFile) -> PlanFile:
     structure = parse_structure(file.text, file.lines)
-    return PlanFile(
-        file,
-        structure,
-        _refs(structure),
-        _entries(structure, "Decision Log"),
-        _entries(structure, "Episodes"),
-    )
+    episodes, unread = _episodes(structure)
+    return PlanFile(file, structure, _refs(structure), _entries(structure, "Decision Log"), episodes, unread)
 
 
 def load_plan_file(path: Path) -> PlanFile:

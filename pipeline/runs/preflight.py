@@ -14,6 +14,7 @@ from pipeline.errors import InputError
 from pipeline.formats.database import check_database
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1
+from pipeline.formats.plan import check_episodes, load_tracks
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.textio import read_text
@@ -105,4 +106,6 @@ def check_design_dir(design: DesignDir, kind: str) -> None:
             )
         _text(design.design, "design")
         _text(design.final, "final design")
+        for track in load_tracks(design.plan_dir) if design.plan_dir.is_dir() else []:
+            check_episodes(track)  # phase 4 grounds on the episodes: unreadable ones are named now
     parse_entries(design.mutations)  # a malformed review log is found now, not after the run
