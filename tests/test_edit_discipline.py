@@ -246,3 +246,30 @@ def test_a_directory_with_a_companion_passes_create_and_final_writes_its_final_c
         ]
     )
     assert check.code == 0, check.out
+
+
+def test_a_companion_rename_leaves_later_mechanics_edits_workable(tmp_path: Path) -> None:
+    """design.md is frozen between syncs: a footer the rename broke is the next design-sync's
+    to follow, recorded as such, never a blocker of every mechanics-edit until then."""
+    d = stamped_repo(tmp_path)
+    assert edit(d, tmp_path, "length-trigger-crossing")[0] == 0
+    renamed = edit(
+        d, tmp_path, "mechanics-edit", "--old", "## Bucket state in Redis", "--new", "## Redis bucket state"
+    )
+    later = edit(
+        d,
+        tmp_path,
+        "mechanics-edit",
+        "--old",
+        "so idle tenants cost no memory",
+        "--new",
+        "so an idle tenant costs no memory",
+    )
+    for code, out, err in (renamed, later):
+        assert (code, out["outcome"]) == (0, "PASS"), err
+        entry = entry_text(d, out["review_log_entry"])
+        assert 'suggestion: dsc-mechanics-link §"Bucket state in Redis"' in entry
+        assert "for the next design-sync" in entry and "**Iterations**: 1 of 3" in entry
+    synced = edit(d, tmp_path, "design-sync")
+    assert synced[0] == 0, synced[2]
+    assert '**Mechanics:** design-mechanics.md §"Redis bucket state"' in d.design.read_text()

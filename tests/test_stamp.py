@@ -104,3 +104,16 @@ def test_line1_helper() -> None:
     with pytest.raises(StampViolation):
         assert_line1_preserved(before, b"# T\nbody\n", Path("design.md"))
     assert_line1_preserved(b"# T\n", b"# U\n", Path("design.md"))  # unstamped: nothing to keep
+
+
+def test_re_creating_a_stamped_design_keeps_its_stamp(tmp_path: Path) -> None:
+    """The seed's idempotency guard: phase1-creation on an already-stamped design.md keeps line 1
+    byte for byte, whatever the workflow's SHA is now."""
+    from agentkit import make_repo
+    from conftest import STAMP, run_cli
+
+    d = make_repo(tmp_path)
+    d.design.write_text(STAMP + "\n" + d.design.read_text())
+    done = run_cli(["create", str(d.root), "--runs-dir", str(tmp_path / "runs"), "--json"])
+    assert done.code == 0, done.err
+    assert d.design.read_text().splitlines()[0] == STAMP

@@ -151,3 +151,58 @@ def test_an_instruction_that_changes_nothing_in_its_section_says_so(
     assert data["outcome"] == "BLOCKER REMAINS"
     assert 'the instruction produced no change in §"Buckets per tenant and route"' in entry
     assert data["diff"]["files"][0]["sections"]["changed"] == ["Bucket state in Redis"]
+
+
+def test_a_fix_round_that_changes_nothing_is_not_logged_as_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comprehension reviewer asks for a fix every round; the inline editor says it fixed
+    it and edits nothing. The entry must not say the fix loop changed the text."""
+    d = stamped_repo(tmp_path)
+    ask = {
+        "verdict": "NEEDS REVISION",
+        "findings": [
+            {
+                "severity": "should-fix",
+                "section": "Buckets per tenant and route",
+                "line": None,
+                "quote": "falling back to the `*` entry",
+                "rule": "comprehension",
+                "message": "say what the `*` entry is",
+                "suggested_fix": "define it",
+            }
+        ],
+    }
+
+    def script(turn: Turn) -> list[Call]:
+        if turn.role == "inline-editor":
+            return [
+                (
+                    "final_result",
+                    {"summary": "defined the * entry", "output_path": turn.params["output_path"]},
+                )
+            ]
+        return [("final_result", ask)]
+
+    with role_server(script, monkeypatch) as (_, options):
+        result = run_cli(
+            [
+                "edit",
+                str(d.root),
+                "--kind",
+                "content-edit",
+                "--old",
+                "never less than one",
+                "--new",
+                "never below one",
+                *options,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--json",
+            ]
+        )
+    data = json.loads(result.out)
+    entry = entry_text(d, data["review_log_entry"])
+    assert data["outcome"] == "SHOULD-FIX REMAINS" and data["rounds"] == 3
+    assert "fix loop changed" not in entry
+    assert 'changed §"Buckets per tenant and route" (+1 -1 lines)' in entry

@@ -91,14 +91,24 @@ def definitions_digest(definitions: Sequence[tuple[str, bytes]]) -> str:
     return digest.hexdigest()
 
 
-def prepend_stamp(path: Path, sha: WorkflowSha) -> bool:
-    """Stamp ``path`` unless already stamped; returns True when a stamp was written."""
+def stamp_of(data: bytes | None) -> str | None:
+    """The stamp line ``data`` opens with, if it is stamped."""
+    if data is None:
+        return None
+    line = first_line(data.removeprefix(b"\xef\xbb\xbf"))
+    return line.decode("ascii") if STAMP_RE.match(line) else None
+
+
+def prepend_stamp(path: Path, sha: WorkflowSha, keep: str | None = None) -> bool:
+    """Stamp ``path`` unless already stamped; returns True when a stamp was written. ``keep``:
+    the stamp the file carried before this invocation rewrote it (the idempotency guard keeps
+    an existing stamp; only an unstamped file gets the current workflow's)."""
     if has_stamp(path):
         return False
     source = read_text(path, what="design") if path.exists() else None
     text = source.text if source else ""
     newline = source.newline if source else "\n"
-    atomic_write(path, stamp_line(sha.get()) + "\n" + text, newline=newline, bom=False)
+    atomic_write(path, (keep or stamp_line(sha.get())) + "\n" + text, newline=newline, bom=False)
     return True
 
 

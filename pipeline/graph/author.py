@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from pipeline.agents.inputs import RoundInputs, params_for
 from pipeline.formats.findings import blocking, merge
 from pipeline.formats.kinds import PHASE1
-from pipeline.formats.stamp import has_stamp, prepend_stamp
+from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.graph.companion import creation_target, stamp_companion
 from pipeline.graph.deps import deps_of
 from pipeline.graph.state import AuthorTurn, Inconclusive, RunState, Update
@@ -95,9 +95,13 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
     if state.kind != PHASE1 or state.author is None or not state.author.draft_ok:
         return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
     deps.fence()
-    wrote = prepend_stamp(path, deps.workflow_sha)
+    # A design that was stamped before the run keeps its stamp (the seed's idempotency guard).
+    before = deps.run_dir / "before.md"
+    kept = stamp_of(before.read_bytes()) if before.is_file() else None
+    wrote = prepend_stamp(path, deps.workflow_sha, kept)
     if wrote:
-        deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=deps.workflow_sha.get())
+        sha = kept[len("<!-- workflow-sha: ") : -len(" -->")] if kept else deps.workflow_sha.get()
+        deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None)
     # With target=both the seeded companion is stamped with the same SHA.
     companion = stamp_companion(deps) if state.target == "both" else True
     return {"stamped": companion}

@@ -104,6 +104,8 @@ def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpd
         f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
         for f in run_checks(request, deps.limits)
     ]
+    if state.kind == "mechanics-edit":
+        findings = for_next_sync(findings, deps.rel(d.design))
     deps.events.emit(
         "check",
         round=state.round,
@@ -114,6 +116,18 @@ def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpd
         blockers=sum(1 for f in findings if f.severity == "blocker"),
     )
     return {"mechanical": findings}
+
+
+def for_next_sync(findings: list[Finding], design: str) -> list[Finding]:
+    """In working mode design.md stays frozen until the next design-sync: a design.md footer
+    the companion has moved past (a renamed or removed companion section) is that sync's to
+    follow, recorded as a suggestion, never a blocker of every mechanics-edit until then."""
+    return [
+        f.model_copy(update={"severity": "suggestion", "message": f"for the next design-sync: {f.message}"})
+        if f.rule == "dsc-mechanics-link" and f.file == design and f.severity != "suggestion"
+        else f
+        for f in findings
+    ]
 
 
 def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
