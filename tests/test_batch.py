@@ -58,18 +58,19 @@ def test_a_mix_of_outcomes_none_stops_the_others_and_the_exit_is_the_most_urgent
     assert "(BLOCKER REMAINS)" in (adr / "fail" / "_workflow" / "design-mutations.md").read_text()
     assert not (adr / "bad" / "_workflow" / "reviews").exists()  # nothing written for bad input
 
-    # Without the bad directory: paused (3) outranks findings (1); the passing directory is
-    # skipped, the paused run is resumed (and pauses again), the failing one runs anew.
+    # Without the bad directory: paused (3) outranks findings (1); the passing directory and the
+    # failing one (finished on the same inputs) are skipped with their outcomes reported again,
+    # the paused run is resumed (and pauses again).
     again = run_batch(repo, names[:3], configure=blocks_in("fail"), jobs=2)
     got = rows(again)
     assert got["pass"] == ("skipped", "PASS", 0)
     assert got["paused"] == ("resumed", "PAUSED", 3)
-    assert got["fail"] == ("new", "BLOCKER REMAINS", 1)
+    assert got["fail"] == ("skipped", "BLOCKER REMAINS", 1)
     paused_run = next(r.run_id for r in batch.rows if r.directory.endswith("paused"))
     assert next(r.run_id for r in again.rows if r.directory.endswith("paused")) == paused_run
     assert again.exit_code == ExitCode.GATE_PAUSED
     totals = again.to_json()["totals"]
-    assert totals["directories"] == 3 and totals["skipped"] == 1 and totals["resumed"] == 1
+    assert totals["directories"] == 3 and totals["skipped"] == 2 and totals["resumed"] == 1
 
 
 def test_the_command_prints_one_object_per_directory_and_totals(tmp_path: Path) -> None:
@@ -97,17 +98,18 @@ def test_unchanged_inputs_are_skipped_without_a_request_and_any_change_runs_agai
     assert len([d for d in runs.iterdir() if (d / "run.json").is_file()]) == count
     assert not any((adr / n / "_workflow" / LOCK_NAME).exists() for n in "abc")
 
-    # An input of a (its research log), an output of b (the design edited by hand), and the
-    # code every directory reads: each runs again.
+    # An input of a (its research log) runs it again; an output of b (the design edited by
+    # hand) is later work a new run would overwrite: b is shown as edited and left alone.
+    # The code every directory reads runs a and c again (b stays edited).
     log = adr / "a" / "_workflow" / "research-log.md"
     log.write_text(log.read_text() + "\n", encoding="utf-8")
     design = adr / "b" / "_workflow" / "design.md"
     design.write_text(design.read_text() + "\nA line added by hand.\n", encoding="utf-8")
     third = run_batch(repo, ["a", "b", "c"], jobs=3)
-    assert [r.action for r in third.rows] == ["new", "new", "skipped"]
+    assert [r.action for r in third.rows] == ["new", "edited", "skipped"]
     (repo / "code" / "new_module.py").write_text("VALUE = 1\n")
     fourth = run_batch(repo, ["a", "b", "c"], jobs=3)
-    assert [r.action for r in fourth.rows] == ["new"] * 3
+    assert [r.action for r in fourth.rows] == ["new", "edited", "new"]
 
 
 def test_a_directory_another_process_holds_is_busy_and_the_others_run(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pipeline.errors import DesignloopError, ExitCode, InputError
 def _typer_main(argv: list[str]) -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from pipeline.cli import batch, edit, reports, runs, workers  # noqa: F401  (registers the commands)
+    from pipeline.cli import batch, discard, edit, reports, runs, workers  # noqa: F401  (registers the commands)
     from pipeline.cli.app import app
 
     try:

@@ -21,7 +21,7 @@ from pipeline.cli.app import (
     StoreOpt,
     app,
 )
-from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
+from pipeline.cli.runs import FailOnOpt, ForceOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
 
 if TYPE_CHECKING:
     from pipeline.errors import ExitCode
@@ -110,6 +110,7 @@ def _run_batch(
     wait: bool,
     as_json: bool,
     sarif: Path | None = None,
+    force: bool = False,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -131,7 +132,9 @@ def _run_batch(
     check_session(repo_root(dirs[0]), session)
     store = open_store(store_url, runs)
     outputs = (target,) if target is not None else ()
-    options = BatchOptions(kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost, outputs)
+    options = BatchOptions(
+        kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost, outputs, force=force
+    )
     live = not as_json and sys.stdout.isatty()
     try:
         runner = BatchRunner(options, store)
@@ -214,6 +217,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
         sarif: SarifOpt = None,
+        force: ForceOpt = False,
     ) -> None:
         _run_batch(
             kind,
@@ -233,6 +237,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             wait,
             as_json,
             sarif,
+            force,
         )
 
     command.__doc__ = doc
@@ -242,7 +247,9 @@ def _register(name: str, kind: str, doc: str) -> None:
 EXITS = """
     Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
-    0 every directory PASS (or SHOULD-FIX REMAINS, a warning) or skipped as unchanged.
+    0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
+    alone as edited since its last run. A directory whose last run finished on unchanged inputs
+    is skipped with that outcome reported again; --force runs every directory.
     """
 _register(
     "create",

@@ -5,7 +5,9 @@ quote, at the level of its severity (blocker: error, should-fix: warning, sugges
 A directory that did not end PASS for another reason is one result of its own on the
 document it writes: ``designloop-bad-input`` and ``designloop-inconclusive`` (error),
 ``designloop-budget`` and ``designloop-paused`` (warning), ``designloop-decision-needed``
-(error, on top of the decision-shaped findings). A directory skipped as unchanged adds nothing.
+(error, on top of the decision-shaped findings). A directory skipped as unchanged reports its
+last run's findings and outcome again (an upload replaces the earlier alerts, so what is still
+open stays open); one left alone as edited adds nothing.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from pipeline.cli.app import (
     app,
 )
 from pipeline.errors import ExitCode
+from pipeline.formats.kinds import PHASE1
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -58,6 +59,14 @@ WaitOpt = Annotated[
 ]
 CodeRootOpt = Annotated[
     Path | None, typer.Option("--code-root", help="where the code the design describes lives")
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="run even over later work (edits logged since the last create, a hand-edited "
+        "document); the overwritten files are kept under runs/<run-id>/",
+    ),
 ]
 
 
@@ -104,9 +113,12 @@ def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: R
     else:
         result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+        kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
+        typer.echo(json.dumps(result.to_json() | kept, indent=2, default=str))
     else:
         _present(run.run_dir, result)
+        for file, copy in run.record.kept.items():
+            typer.echo(f"the overwritten {file} is kept at {copy}")
     raise typer.Exit(int(result.exit_code))
 
 
@@ -147,9 +159,11 @@ def _start(
     wait: bool,
     as_json: bool,
     store_url: str | None = None,
+    force: bool = False,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
+    from pipeline.runs.overwrite import later_work
     from pipeline.runs.setup import plan_run, start_run
 
     failing = _fail_on(fail_on) or "blocker"
@@ -162,6 +176,11 @@ def _start(
     store = open_store(store_url, runs_dir)
     try:
         with _locked(store, plan.design.root, plan.run_id, wait) as lock:
+            # Decided under the lock: nothing another run or edit did meanwhile is overwritten.
+            later = later_work(plan.design, kind, store)
+            if later and not force:
+                raise later.refusal("create" if kind == PHASE1 else "final", plan.design.root)
+            plan.overwrite = later.reasons
             run = start_run(plan)
             store.register(run.run_dir)
             if not as_json:
@@ -186,6 +205,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
         store: StoreOpt = None,
+        force: ForceOpt = False,
     ) -> None:
         _start(
             kind,
@@ -202,6 +222,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             wait,
             as_json,
             store,
+            force,
         )
 
     command.__doc__ = doc
@@ -242,6 +263,7 @@ def resume(
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     from pipeline.agents.session import check_budget, parse_cost
+    from pipeline.runs.discard import refuse_discarded
     from pipeline.runs.records import locate
     from pipeline.runs.setup import load_run
 
@@ -254,6 +276,7 @@ def resume(
         # waited is read as it is now, never as it was before the wait.
         _, directory, _ = locate(runs.record(run_id), runs.runs_dir / run_id)
         with _locked(runs, directory, run_id, wait) as lock:
+            refuse_discarded(runs.view(run_id))
             run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
             _execute(run, True, as_json, runs, lock)
     finally:

@@ -114,7 +114,8 @@ def _register(name: str, kind: str) -> None:
 
     command.__doc__ = (
         f"Queue a {kind} run per design directory (paths or globs) for the workers. A directory unchanged "
-        "since its last PASS is skipped; an unfinished run is queued again to go on. Exit 2 when a "
+        "since its last finished run is skipped, one edited since is left alone; an unfinished run is "
+        "queued again to go on. Exit 2 when a "
         "directory is bad input (the others are queued), else 0."
     )
     enqueue_app.command(name=name)(command)

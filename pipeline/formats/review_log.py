@@ -25,6 +25,9 @@ ENTRY_RE = re.compile(
     r"(?P<kind>[a-z0-9-]+)(?:\s*\((?P<file>[^)]*)\))?\s*$"
 )
 RUN_MARKER_RE = re.compile(r"^<!-- designloop-run: (?P<run>[A-Za-z0-9._:-]+) -->$")
+WROTE_RE = re.compile(r"^<!-- designloop-wrote: (?P<files>(?:[^\s=]+=[0-9a-f]{64}\s*)+)-->$")
+"""What the run left in the documents it writes: ``path=sha256`` (relative to the design
+directory), so a later creation tells the run's own bytes from a hand edit, in any clone."""
 SYNC_RESETS = frozenset({DESIGN_SYNC, PHASE1})
 
 
@@ -36,6 +39,7 @@ class LogEntry:
     file: str | None
     line: int
     run_id: str | None
+    wrote: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -58,12 +62,17 @@ class MutationEntry:
     date: dt.date | None = None
     one_line: str | None = None
     """A one-line entry (a zero-delta design-sync): this line stands for the whole body."""
+    wrote: dict[str, str] = field(default_factory=dict)
+    """The SHA-256 of each document the run leaves, by its path in the design directory."""
 
     def render(self, number: int, run_id: str | None) -> str:
         date = (self.date or dt.date.today()).isoformat()
         parts = [f"## Mutation {number} — {date} — {self.kind} ({self.target_file})", ""]
         if run_id:
             parts += [f"<!-- designloop-run: {run_id} -->", ""]
+        if self.wrote:
+            files = " ".join(f"{name}={digest}" for name, digest in sorted(self.wrote.items()))
+            parts += [f"<!-- designloop-wrote: {files} -->", ""]
         if self.one_line is not None:
             parts.append(self.one_line)
             if self.working_mode_counter is not None:
@@ -106,11 +115,15 @@ def parse_entries(path: Path) -> list[LogEntry]:
                 line=index + 1,
                 hint='entries start "## Mutation N — YYYY-MM-DD — <kind> (<file>)"; fix the heading by hand',
             )
-        run_id = None
-        for follow in lines[index + 1 : index + 4]:
-            marker = RUN_MARKER_RE.match(follow.strip())
-            if marker:
+        run_id, wrote = None, {}
+        for follow in lines[index + 1 : index + 6]:
+            if follow.startswith("## "):
+                break
+            marker, files = RUN_MARKER_RE.match(follow.strip()), WROTE_RE.match(follow.strip())
+            if marker and run_id is None:
                 run_id = marker.group("run")
+            if files:
+                wrote = dict(pair.split("=", 1) for pair in files.group("files").split())
                 break
         entries.append(
             LogEntry(
@@ -120,6 +133,7 @@ def parse_entries(path: Path) -> list[LogEntry]:
                 match.group("file"),
                 index + 1,
                 run_id,
+                wrote,
             )
         )
     return entries

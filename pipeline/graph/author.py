@@ -83,6 +83,8 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     }
     if result.status != "ok":
         update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
+    if fingerprint(draft) != before:
+        deps.record_wrote(state.kind)
     return update
 
 
@@ -104,6 +106,7 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
         deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None)
     # With target=both the seeded companion is stamped with the same SHA.
     companion = stamp_companion(deps) if state.target == "both" else True
+    deps.record_wrote(state.kind)
     return {"stamped": companion}
 
 

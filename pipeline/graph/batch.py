@@ -27,22 +27,22 @@ from pipeline.agents.cache import LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.graph.batch_rows import (
+    FINISHED,
     Batch,
     BatchOptions,
     Planned,
     Previous,
     Row,
+    decide,
     latest_runs,
     new_batch_id,
     plan_row,
     record_outputs,
     start_new,
-    unchanged,
     unfinished,
 )
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
-from pipeline.graph.state import PASS
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
@@ -122,7 +122,7 @@ class BatchRunner:
     def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
         """Check the directory and fingerprint its inputs; None when its row is already done
         (bad input, an error, or skipped as unchanged)."""
-        planned = plan_row(row, directory, self.options, self.fingerprints, previous)
+        planned = plan_row(row, directory, self.options, self.fingerprints, previous, self.store)
         if planned is None:
             self._say(row)
         return planned
@@ -140,12 +140,10 @@ class BatchRunner:
                 self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
                 return
             row.message = None
-            # Decided again under the lock: a run this batch waited for may have passed,
-            # paused or stopped on these very inputs meanwhile.
+            # Decided again under the lock: a run this batch waited for may have finished,
+            # paused or stopped on these very inputs meanwhile, or an edit landed.
             before = latest_runs(self.store, kind, row.directory).get(row.directory)
-            if unchanged(before, planned.inputs, design, kind):
-                assert before is not None
-                row.skip(before)
+            if decide(row, plan, planned.inputs, before, self.options, self.store) is not None:
                 self._say(row)
                 return
             run, resume = self._open(plan, before, planned.inputs, row, lock)
@@ -167,8 +165,13 @@ class BatchRunner:
             if result.state is not None and result.state.outcome is not None:
                 row.outcome = result.state.outcome.verdict
                 row.findings = list(result.state.outcome.remaining)
-                if row.outcome == PASS:
+                if row.outcome in FINISHED:
                     record_outputs(self.store, run)
+                if run.record.kept:
+                    kept = ", ".join(f"{f} at {c}" for f, c in run.record.kept.items())
+                    row.message = (
+                        row.message + "; " if row.message else ""
+                    ) + f"overwrote later work, kept {kept}"
             else:
                 row.outcome = "PAUSED" if result.paused else "STOPPED"
             self._end(row, row.action, result.exit_code, row.message or result.message)

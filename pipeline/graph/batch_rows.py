@@ -1,9 +1,12 @@
 """A batch's rows and what decides each directory's action: the data ``designloop batch`` and
 ``designloop enqueue`` share (graph.batch runs a batch, graph.worker queues one).
 
-A directory is skipped when its latest run of the kind passed on the very inputs it has now
-and left the outputs on disk (``unchanged``); resumed when its latest run did not finish
-(``unfinished``); otherwise a new run starts.
+A directory is skipped when its latest run of the kind finished (PASS, SHOULD-FIX REMAINS,
+BLOCKER REMAINS, DECISION NEEDED) on the very inputs it has now and left the outputs on disk
+(``unchanged``), its outcome reported again; resumed when its latest run did not finish
+(``unfinished``; a discarded run is withdrawn and counts for nothing); shown as ``edited`` and
+left alone when a new run would overwrite later work (runs.overwrite); otherwise a new run
+starts. ``--force`` starts a new run whatever the skip and the later work say.
 """
 
 from __future__ import annotations
@@ -19,16 +22,21 @@ from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
-from pipeline.graph.state import PASS
+from pipeline.graph.runner import exit_code_for
+from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
 from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
 from pipeline.runs.lock import RunLock, holder_for
+from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
 from pipeline.runs.setup import OpenRun, RunPlan, plan_run, start_run
 from pipeline.runs.store import RunStore, emit
 from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
+FINISHED = frozenset({PASS, SHOULD_FIX_REMAINS, BLOCKER_REMAINS, DECISION_NEEDED})
+"""Outcomes a batch does not repeat on unchanged inputs (INCONCLUSIVE: a review never happened,
+so it is run again)."""
 EXIT_RANK = (
     ExitCode.INTERNAL,
     ExitCode.BAD_INPUT,
@@ -54,6 +62,8 @@ class BatchOptions:
     outputs: tuple[Path, ...] = ()
     """designloop's own outputs this batch writes into the repository (its --sarif file): left
     out of the input fingerprint."""
+    force: bool = False
+    """Run every directory: no skip on unchanged inputs, and over later work (kept under runs/)."""
 
 
 @dataclass(slots=True)
@@ -62,7 +72,7 @@ class Row:
 
     directory: str
     action: str = "queued"
-    """queued, skipped, new, resumed, busy, bad, failed (an internal error before its run)."""
+    """queued, skipped, edited, new, resumed, busy, bad, failed (an internal error before its run)."""
     run_id: str | None = None
     outcome: str | None = None
     exit_code: int | None = None
@@ -95,10 +105,25 @@ class Row:
     def end(self, action: str, code: ExitCode, message: str | None) -> None:
         self.action, self.exit_code, self.message = action, int(code), message
 
-    def skip(self, before: Previous) -> None:
-        """Nothing to run: the directory's last run passed on these very inputs."""
-        self.run_id, self.outcome = before[0].run_id, PASS
-        self.end("skipped", ExitCode.OK, "inputs unchanged since the last PASS")
+    def skip(self, before: Previous, fail_on: FailOn) -> None:
+        """Nothing to run: the directory's last run finished on these very inputs. Its outcome,
+        exit code and findings are reported again; no run starts and no entry is appended."""
+        record, view = before
+        verdict = view.outcome or PASS
+        self.run_id, self.outcome = record.run_id, verdict
+        self.findings = [Finding.model_validate(f) for f in view.findings]
+        code = exit_code_for(verdict, fail_on) if verdict in FINISHED else ExitCode.OK
+        again = f"inputs unchanged since run {record.run_id} ({verdict}); --force runs it again"
+        self.end("skipped", code, again)
+
+    def edited(self, later: Overwrite) -> None:
+        """Left alone: a new run would overwrite work done since the last one."""
+        self.end(
+            "edited",
+            ExitCode.OK,
+            "; ".join(later.reasons) + "; designloop batch create --force runs it (the overwritten "
+            "files are kept under runs/<run-id>/)",
+        )
 
     def fail(self, exc: Exception) -> None:
         """What went wrong in this directory is its row, never the batch's end."""
@@ -173,16 +198,17 @@ def plan_row(
     options: BatchOptions,
     fingerprints: Fingerprints,
     previous: dict[str, Previous],
+    store: RunStore,
 ) -> Planned | None:
     """Check the directory like a single run and fingerprint its inputs; None when its row is
-    already done: bad input, an internal error, or skipped as unchanged since its last PASS."""
+    already done: bad input, an internal error, skipped as unchanged since its last finished
+    run, or left alone as edited since."""
     try:
         plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
         row.directory = portable(plan.design.root, plan.design.repo_root)
         inputs = fingerprint(plan, fingerprints)
         before = previous.get(row.directory)
-        if before is not None and unchanged(before, inputs, plan.design, options.kind):
-            row.skip(before)
+        if decide(row, plan, inputs, before, options, store) is not None:
             return None
     except Exception as exc:  # one directory's failure never stops the others
         row.fail(exc)
@@ -190,30 +216,52 @@ def plan_row(
     return Planned(plan, inputs, before)
 
 
+def decide(
+    row: Row, plan: RunPlan, inputs: str, before: Previous | None, options: BatchOptions, store: RunStore
+) -> str | None:
+    """``skipped`` or ``edited`` when the directory's row is done without a run (the row says
+    why), else None: its unfinished run goes on, or a new one starts (with --force, over later
+    work, whose files the new run keeps)."""
+    if before is not None and unfinished(before):
+        return None
+    if not options.force and before is not None and unchanged(before, inputs, plan.design, options.kind):
+        row.skip(before, options.fail_on)
+        return "skipped"
+    later = later_work(plan.design, options.kind, store)
+    if later and not options.force:
+        row.edited(later)
+        return "edited"
+    plan.overwrite = later.reasons
+    return None
+
+
 def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dict[str, Previous]:
     """The latest run of ``kind`` of each design directory (by its recorded path); with
     ``directory``, of that one only (read afresh, e.g. once its lock is held)."""
-    newest: dict[str, RunRecord] = {}
+    by_dir: dict[str, list[RunRecord]] = {}
     for record in store.records(directory):
-        current = newest.get(record.directory)
-        if record.kind == kind and (current is None or record.created > current.created):
-            newest[record.directory] = record
+        if record.kind == kind:
+            by_dir.setdefault(record.directory, []).append(record)
     found: dict[str, Previous] = {}
-    for name, record in newest.items():  # the event log replayed for the latest run only
-        try:
-            found[name] = (record, store.view(record.run_id))
-        except InputError:
-            continue  # a run whose events cannot be read is no earlier run to go by
+    for name, records in by_dir.items():  # the event logs replayed from the latest run back
+        for record in sorted(records, key=lambda r: r.created, reverse=True):
+            try:
+                view = store.view(record.run_id)
+            except InputError:
+                break  # a run whose events cannot be read is no earlier run to go by
+            if view.state != "discarded":  # a withdrawn run counts for nothing
+                found[name] = (record, view)
+                break
     return found
 
 
 def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: str) -> bool:
-    """Whether the directory's last run passed on these very inputs and left these outputs."""
+    """Whether the directory's last run finished on these very inputs and left these outputs."""
     if previous is None:
         return False
     record, view = previous
     return (
-        view.outcome == PASS
+        view.outcome in FINISHED
         and record.inputs == inputs
         and view.outputs is not None
         and view.outputs == outputs_digest(design, kind)
@@ -245,7 +293,7 @@ def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None 
 
 
 def record_outputs(store: RunStore, run: OpenRun) -> None:
-    """After a PASS: the digest of the outputs the run left (once), so that the next batch can
+    """After a finished run: the digest of the outputs it left (once), so that the next batch can
     tell they are unchanged (runs.fingerprint)."""
     if not EventLog(run.run_dir).recorded("outputs"):
         emit(store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))

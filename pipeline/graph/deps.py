@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog
+from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
 
@@ -57,6 +59,22 @@ class RunDeps:
     def locks(self) -> Path:
         """Where the run's short-lived lock files go: the runs directory's ``locks/``."""
         return self.run_dir.parent / LOCKS_DIR
+
+    def record_wrote(self, kind: str) -> None:
+        """Record the documents a run of ``kind`` writes as they are now (a ``wrote`` event): a
+        later create or final tells designloop's own last writes from a hand edit by them."""
+        self.events.emit("wrote", files=file_digests(self.design, written_files(self.design, kind)))
+
+    def left(self, kind: str) -> dict[str, str]:
+        """The documents a run of ``kind`` writes, as they are now, by their path in the design
+        directory (the review-log entry's record of what the run left)."""
+        out: dict[str, str] = {}
+        for path in written_files(self.design, kind):
+            if path.is_file():
+                out[path.relative_to(self.design.root).as_posix()] = hashlib.sha256(
+                    path.read_bytes()
+                ).hexdigest()
+        return out
 
     def rel(self, path: Path) -> str:
         return self.design.rel(path)

@@ -119,6 +119,7 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         touched_mechanics=planned.touched_mechanics or deps.rel(d.mechanics) in files,
         references=planned.references,
     )
+    deps.record_wrote(state.kind)
     return update
 
 
@@ -239,6 +240,7 @@ async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdat
         touched_mechanics=True,
         references=references,
     )
+    deps.record_wrote(state.kind)
     return update
 
 

@@ -244,6 +244,8 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
     moved = any(read_live(path) != data for path, data in before.items())
     turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
     deps.events.emit("fix", round=state.round, auto=auto, editor=len(summaries))
+    if moved:
+        deps.record_wrote(state.kind)
     return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}
 
 

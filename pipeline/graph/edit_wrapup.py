@@ -134,6 +134,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
         iteration=state.round,
         budget=state.budget,
         outcome=state.outcome.verdict,
+        wrote=deps.left(state.kind),
     )
     entry.cold_read_scope, entry.cold_read = _cold_read_line(state)
     entry.findings = [f"{f.severity}: {f.describe()}" for f in state.outcome.remaining]
@@ -215,5 +216,5 @@ def step9_present(state: EditState, config: RunnableConfig) -> EditUpdate:
     if state.sync_suggestion:
         parts += ["## Sync suggested", "", state.sync_suggestion, ""]
     atomic_write(deps.run_dir / "summary.md", "\n".join(parts))
-    record_outcome(deps, state.outcome.verdict, line, state.round, state.review_entry)
+    record_outcome(deps, state, line)
     return {"summary": line}

@@ -279,6 +279,7 @@ async def _execute(
         raise
     except BudgetExceeded as exc:
         spent = deps.runtime.ledger.total()
+        deps.record_wrote(record.kind)
         deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
         state = _state(run, dict((await graph.aget_state(config)).values or {}))
         return RunResult(
@@ -292,6 +293,7 @@ async def _execute(
     if snapshot.interrupts:
         paused = snapshot.interrupts[0].value
         gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
+        deps.record_wrote(record.kind)
         deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
         return RunResult(
             record.run_id,

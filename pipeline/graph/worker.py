@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 
 from pipeline.graph.batch_rows import (
+    FINISHED,
     Batch,
     BatchOptions,
     Row,
@@ -43,7 +44,6 @@ from pipeline.graph.batch_rows import (
     unfinished,
 )
 from pipeline.graph.runner import execute
-from pipeline.graph.state import PASS
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
@@ -91,7 +91,8 @@ def _payload(run_id: str, options: BatchOptions) -> bytes:
 
 async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]) -> Batch:
     """Check every directory, start (or pick up) its run, and put one job per run on the queue.
-    A directory unchanged since its last PASS is skipped; a bad one is reported, never queued
+    A directory unchanged since its last finished run is skipped (one edited since is left
+    alone); a bad one is reported, never queued
     (when every one is bad, nothing is written)."""
     from pgqueuer.db import PsycopgDriver
     from pgqueuer.queries import Queries
@@ -103,7 +104,7 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
     for directory in directories:
         row = Row(portable(directory, repo_root(directory)))
         batch.rows.append(row)
-        planned = plan_row(row, directory, options, fingerprints, previous)
+        planned = plan_row(row, directory, options, fingerprints, previous, store)
         if planned is None:
             continue
         before = planned.before
@@ -209,6 +210,8 @@ class Worker:
         lock = self.store.lock(self.repo / record.directory, record.directory)
         await asyncio.to_thread(lock.acquire, holder_for(run_id), True, None)
         try:
+            if self.store.view(run_id).state == "discarded":
+                return  # withdrawn while it waited on the queue: never resumed
             budget, cost, fail_on = (
                 job.get("budget_tokens"),
                 job.get("max_cost"),
@@ -223,7 +226,7 @@ class Worker:
                 run = self._anew(run, exc, lock, budget, cost)
                 result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
             state = result.state
-            if state is not None and state.outcome is not None and state.outcome.verdict == PASS:
+            if state is not None and state.outcome is not None and state.outcome.verdict in FINISHED:
                 record_outputs(self.store, run)
         finally:
             await asyncio.to_thread(lock.release)

@@ -17,6 +17,7 @@ from pipeline.formats.textio import atomic_write
 from pipeline.graph import entry
 from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
+from pipeline.graph.edit_state import EditState
 from pipeline.graph.gate import companions, decision_shaped
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
@@ -181,6 +182,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         iteration=state.round,
         budget=state.budget,
         outcome=state.outcome.verdict,
+        wrote=deps.left(state.kind),
     )
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id, lock_dir=deps.locks)
@@ -215,12 +217,22 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
         f"{entry}\n## Outcome\n\n{line}\n"
     )
     atomic_write(deps.run_dir / "summary.md", summary)
-    record_outcome(deps, state.outcome.verdict, line, state.round, state.review_entry)
+    record_outcome(deps, state, line)
     return {"summary": line}
 
 
-def record_outcome(deps: RunDeps, verdict: str, line: str, rounds: int, entry: int | None) -> None:
+def record_outcome(deps: RunDeps, state: RunState | EditState, line: str) -> None:
     """The outcome event, the finish's record (status, runs and resume read it): written last,
-    once. A finish run again after a crash finds it and writes it no second time."""
+    once, after the documents as the run left them. A finish run again after a crash finds it
+    and writes it no second time."""
+    assert state.outcome is not None
     if not deps.events.recorded("outcome"):
-        deps.events.emit("outcome", outcome=verdict, line=line, rounds=rounds, review_log_entry=entry)
+        deps.record_wrote(state.kind)
+        deps.events.emit(
+            "outcome",
+            outcome=state.outcome.verdict,
+            line=line,
+            rounds=state.round,
+            review_log_entry=state.review_entry,
+            findings=[f.model_dump(mode="json") for f in state.outcome.remaining],
+        )

@@ -42,7 +42,7 @@ from pipeline.agents.readable import byproducts, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import CREATION_KINDS, PHASE1
 
 BIG = 4 * 2**20
 CHUNK = 2**20
@@ -163,3 +163,22 @@ class Fingerprints:
 
 def outputs_digest(design: DesignDir, kind: str) -> str:
     return _hash(_files(output_files(design, kind), design.root))
+
+
+def written_files(design: DesignDir, kind: str) -> list[Path]:
+    """The documents a run of ``kind`` writes: a creation kind's outputs, or (an interactive
+    edit) design.md and its companion."""
+    if kind in CREATION_KINDS:
+        return output_files(design, kind)
+    return [design.design, design.mechanics]
+
+
+def file_digests(design: DesignDir, paths: Iterable[Path]) -> dict[str, str | None]:
+    """Each file's SHA-256 by its repository-relative path (None when it does not exist)."""
+    out: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            out[design.rel(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            out[design.rel(path)] = None
+    return out

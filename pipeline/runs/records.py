@@ -61,6 +61,11 @@ class RunRecord(BaseModel):
     resumed from a runs directory outside the repository (see ``portable``)."""
     inputs: str | None = None
     """The fingerprint of the run's inputs when it started (runs.fingerprint)."""
+    overwrote: list[str] = []
+    """Why this run (started with --force) overwrote later work (runs.overwrite)."""
+    kept: dict[str, str] = {}
+    """Each document the run was about to overwrite, and where its bytes are kept (both
+    relative to the repository root)."""
 
 
 def portable(path: Path, repo_root: Path) -> str:

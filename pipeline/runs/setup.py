@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.kinds import PHASE1
-from pipeline.formats.textio import atomic_write, read_text
+from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.events import EventLog
 from pipeline.runs.preflight import check_design_dir, check_runs_dir
 from pipeline.runs.records import (
@@ -39,6 +39,12 @@ class OpenRun:
     @property
     def run_id(self) -> str:
         return self.record.run_id
+
+
+BEFORE = "before.md"
+"""The run's draft as it was before the run (absent: there was none)."""
+BEFORE_COMPANION = "before-companion.md"
+"""The companion the run may rewrite, as it was before the run."""
 
 
 def stored_url(url: str | None) -> str | None:
@@ -69,6 +75,8 @@ class RunPlan:
     fail_on: FailOn = "blocker"
     inputs: str | None = None
     """The fingerprint of the inputs, when the caller took one (a batch does)."""
+    overwrite: list[str] = field(default_factory=list)
+    """Why the run overwrites later work (it was started with --force anyway)."""
 
 
 def plan_run(
@@ -113,12 +121,18 @@ def start_run(plan: RunPlan) -> OpenRun:
         draft=design.rel(plan.target),
         repo_root=str(design.repo_root),
         inputs=plan.inputs,
+        overwrote=list(plan.overwrite),
     )
     run_dir = session.runs_dir / plan.run_id
     partial = make_runs_dir(session.runs_dir) / f".{plan.run_id}.partial"
     partial.mkdir(parents=True)
-    if plan.target.is_file():
-        atomic_write(partial / "before.md", read_text(plan.target, what="design").text)
+    # What the run may overwrite, byte for byte: the draft, and the companion it may rewrite.
+    companion = design.mechanics if plan.kind == PHASE1 else design.final_mechanics
+    for source, name in ((plan.target, BEFORE), (companion, BEFORE_COMPANION)):
+        if source.is_file():
+            atomic_write_bytes(partial / name, source.read_bytes())
+            if plan.overwrite:
+                record.kept[design.rel(source)] = design.rel(run_dir / name)
     write_record(partial, record)
     EventLog(partial).emit(
         "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs

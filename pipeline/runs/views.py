@@ -45,7 +45,12 @@ class RunView:
     cache_hits: int = 0
     message: str | None = None
     outputs: str | None = None
-    """The digest of what a passing batch run left on disk (runs.fingerprint)."""
+    """The digest of what a finished batch run left on disk (runs.fingerprint)."""
+    wrote: dict[str, str | None] = field(default_factory=dict)
+    """Each document the run wrote, by its repository-relative path, with the SHA-256 it had
+    when the run last recorded it (at its finish, pause, stop or discard)."""
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """What remained at the finish (each finding's fields, formats.findings.Finding)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,7 +85,7 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
         view.started = view.started or event.get("time", "")
         view.state = "running"
-    elif kind in ("start", "resume") and view.outcome is None:
+    elif kind in ("start", "resume") and view.outcome is None and view.state != "discarded":
         view.state, view.message = "running", None  # a paused or stopped run going on again
     elif kind == "round":
         view.round = int(event.get("round", view.round))
@@ -114,8 +119,13 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.review_log_entry = event.get("entry")
     elif kind == "outcome":
         view.outcome, view.state = event.get("outcome"), "finished"
+        view.findings = list(event.get("findings") or [])
     elif kind == "outputs":
         view.outputs = event.get("digest")
+    elif kind == "wrote":
+        view.wrote.update(event.get("files") or {})
+    elif kind == "discarded":
+        view.state, view.message = "discarded", event.get("message")
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
