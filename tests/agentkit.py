@@ -120,6 +120,35 @@ def chat_completion(tool: str, args: dict[str, Any], call_id: str) -> dict[str, 
     }
 
 
+def completion(calls: list[tuple[str, dict[str, Any]]], turn: int) -> dict[str, Any]:
+    """A chat completion carrying ``calls`` as tool calls of one assistant message."""
+    return {
+        "id": f"chatcmpl-{turn}",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call-{turn}-{i}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                        for i, (name, args) in enumerate(calls)
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
 def anthropic_message(tool: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {
         "id": "msg_1",

@@ -47,16 +47,36 @@ def launch(args: list[str], node: str | None = None, when: str = "after") -> lis
     return [sys.executable, "-c", "; ".join(code), *args]
 
 
+UNPLACED = {
+    "severity": "should-fix",
+    "section": None,
+    "line": None,
+    "quote": None,
+    "rule": "readability",
+    "message": "a reader cannot tell what a tenant is",
+    "suggested_fix": "define it where it is first used",
+}
+"""A finding that names no section, no line and no quote, as models return them."""
+
+
 class ScriptedServer:
     """A loopback OpenAI-compatible server that plays every role of a creation run: the author
     writes ``document``, every reviewer passes. It records each request with the process
-    ``epoch`` it arrived in and whether its answer was sent in full."""
+    ``epoch`` it arrived in and whether its answer was sent in full.
 
-    def __init__(self, document: str) -> None:
+    ``unplaced``: the readability auditors return one section-less should-fix (``UNPLACED``)
+    in round 1 only (``"once"``) or in every round (``"always"``). ``edits``: after its write,
+    the author sends these (old, new) replacements as several ``edit`` calls in one message."""
+
+    def __init__(
+        self, document: str, unplaced: str | None = None, edits: list[tuple[str, str]] | None = None
+    ) -> None:
         import threading
         from http.server import ThreadingHTTPServer
 
         self.document = document
+        self.unplaced = unplaced
+        self.edits = edits or []
         self.epoch = 0
         self.log: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -77,7 +97,7 @@ class ScriptedServer:
         self.httpd.server_close()
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        from agentkit import chat_completion
+        from agentkit import chat_completion, completion, spawn_of
 
         messages = body["messages"]
         prompt = next(m["content"] for m in messages if m["role"] == "user")
@@ -91,21 +111,45 @@ class ScriptedServer:
                 return chat_completion(
                     "write", {"path": params["output_path"], "content": self.document}, "call-write"
                 )
-            return chat_completion("final_result", {"verdict": "PASS", "findings": []}, "call-final")
+            return chat_completion("final_result", self.review(params), "call-final")
+        params = spawn_of(messages) or {}
+        if self.edits and last["content"].startswith("wrote "):
+            calls = [
+                ("edit", {"path": params.get("output_path", ""), "old_string": old, "new_string": new})
+                for old, new in self.edits
+            ]
+            return completion(calls, len(messages))
         summary = {"summary": "wrote the design", "output_path": "x"}
         return chat_completion("final_result", summary, "call-final")
+
+    def review(self, params: dict[str, Any]) -> dict[str, Any]:
+        flagged = params["role"] == "readability-auditor" and (
+            self.unplaced == "always" or (self.unplaced == "once" and params.get("round") == 1)
+        )
+        return (
+            {"verdict": "NEEDS REVISION", "findings": [UNPLACED]}
+            if flagged
+            else {"verdict": "PASS", "findings": []}
+        )
 
 
 def _handler(server: ScriptedServer) -> Any:
     import hashlib
     from http.server import BaseHTTPRequestHandler
 
-    from agentkit import send_json
+    from agentkit import send_json, spawn_of
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers["Content-Length"]))
-            entry = {"epoch": server.epoch, "key": hashlib.sha256(raw).hexdigest(), "answered": False}
+            params = spawn_of(json.loads(raw)["messages"]) or {}
+            entry = {
+                "epoch": server.epoch,
+                "key": hashlib.sha256(raw).hexdigest(),
+                "answered": False,
+                "role": params.get("role"),
+                "round": params.get("round"),
+            }
             with server.lock:
                 server.log.append(entry)
             send_json(self, 200, server.reply(json.loads(raw)))

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from agentkit import send_json, spawn_of
+from agentkit import completion, send_json, spawn_of
 
 Call = tuple[str, dict[str, Any]]
 PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
@@ -45,35 +45,6 @@ class Turn:
 
 
 Script = Callable[[Turn], list[Call]]
-
-
-def completion(calls: list[Call], turn: int) -> dict[str, Any]:
-    """A chat completion carrying ``calls`` as tool calls of one assistant message."""
-    return {
-        "id": f"chatcmpl-{turn}",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "scripted",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": f"call-{turn}-{i}",
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(args)},
-                        }
-                        for i, (name, args) in enumerate(calls)
-                    ],
-                },
-            }
-        ],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-    }
 
 
 @dataclass
