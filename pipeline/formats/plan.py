@@ -82,10 +82,11 @@ COLON_LABEL_RE = re.compile(r"^(?P<label>[^:`\n]{1,80}?):\s+(?P<rest>.+)$", re.S
 LABEL_WORDS = 10
 
 
-def _label(text: str, number: int) -> tuple[str, str]:
-    """An episode's title and body: a leading bold label, else a short ``label:`` lead, else
-    ``Episode N`` with the whole text as its body."""
-    for pattern in (BOLD_LABEL_RE, COLON_LABEL_RE):
+def _label(text: str, number: int, item: bool) -> tuple[str, str]:
+    """An episode's title and body: a leading bold label, else (a list item's) a short
+    ``label:`` lead, else ``Episode N`` with the whole text as its body. A paragraph's colon
+    ends a sentence's lead-in more often than a label, so it names no title."""
+    for pattern in (BOLD_LABEL_RE, COLON_LABEL_RE) if item else (BOLD_LABEL_RE,):
         match = pattern.match(text)
         if match and len(match.group("label").split()) <= LABEL_WORDS and match.group("rest").strip():
             return match.group("label").strip().rstrip(":."), match.group("rest").strip()
@@ -114,7 +115,7 @@ def _episodes(structure: Structure) -> tuple[list[Entry], int | None]:
     for number, block in enumerate(chosen, start=1):
         raw = lines[block.start - 1 : block.end]
         raw[0] = MARKER_RE.sub("", raw[0], count=1)
-        title, body = _label("\n".join(line.strip() for line in raw).strip(), number)
+        title, body = _label("\n".join(line.strip() for line in raw).strip(), number, bool(items))
         entries.append(Entry(title, start + block.start, body))
     text = any(b.kind != "html" for b in blocks)
     return entries, start if text and not entries else None
