@@ -106,6 +106,22 @@ def test_links_and_copies_made_before_the_log_was_rewritten(ran: tuple[DesignDir
     assert refused(fresh, "old-link.md") and refused(fresh, "old-copy.md")
 
 
+def test_a_file_that_reuses_an_old_version_s_inode_is_not_the_log(tmp_path: Path) -> None:
+    """An earlier version of the research log is forgotten by the file system once the log is
+    rewritten (atomically: a new inode), and the next file written may get its inode back. That
+    file (here, the draft) is refused only for what it holds, never for the number alone."""
+    from dataclasses import replace
+
+    d = make_repo(tmp_path)
+    ctx = context(d, "readability-auditor", tmp_path / "runs")
+    draft = d.design.stat()
+    ctx.deps.forbidden = [replace(item, inode=(draft.st_dev, draft.st_ino)) for item in ctx.deps.forbidden]
+    assert ctx.deps.forbidden and not refused(ctx, d.rel(d.design))
+    assert refused(ctx, d.rel(d.research_log))  # the log itself, by path and by content
+    shutil.copy(d.research_log, d.repo_root / "copy.md")
+    assert refused(ctx, "copy.md")
+
+
 def _decision_log(count: int) -> str:
     lines = ["# Research log: many parts", "", "## Decision Log", ""]
     for i in range(1, count + 1):

@@ -217,9 +217,13 @@ def test_a_directory_with_a_companion_passes_create_and_final_writes_its_final_c
     d = stamped_repo(tmp_path)
     edit(d, tmp_path, "length-trigger-crossing")
     runs = ["--runs-dir", str(tmp_path / "runs"), "--json"]
-    created = run_cli(["create", str(d.root), "--no-warmup", *runs])
+    # The split is an edit logged after the design was seeded: create refuses to overwrite it
+    # unless told to (the overwritten files are kept under runs/).
+    assert run_cli(["create", str(d.root), "--no-warmup", *runs]).code == 2
+    created = run_cli(["create", str(d.root), "--no-warmup", "--force", *runs])
     out = json.loads(created.out)
     assert created.code == 0 and out["outcome"] == "PASS", out
+    assert set(out["kept"]) == {d.rel(d.design), d.rel(d.mechanics)}
     assert has_stamp(d.design) and has_stamp(d.mechanics)
     body = [s.name for s in load_design(d.design).body_sections()]
     mechanics = {s.name for s in load_design(d.mechanics).level2()}

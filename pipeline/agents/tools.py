@@ -2,9 +2,9 @@
 
 Read, Grep and Glob resolve every path (symlinks included) and refuse anything outside the
 repository root, and the private paths (run records, the model-call cache, other spawns'
-params files) inside it. For cold roles the research log is refused by resolved real path,
-by inode (hard links) and by normalised content (copies, excerpts and earlier versions under
-any name; agents.confine), and is invisible to Grep and Glob. Write and Edit accept only the
+params files) inside it. For cold roles the research log is refused by resolved real path
+and by normalised content (hard links, copies, excerpts and earlier versions under any name;
+agents.confine), and is invisible to Grep and Glob. Write and Edit accept only the
 spawn's output_path. Bash runs an allow-list of read-only commands and options without a
 shell (agents.shell), with a stripped environment and a time limit. A refusal is returned to
 the model as the tool's result and recorded on the context.
@@ -88,7 +88,8 @@ class ToolContext:
         return self.private.covers(real) or self.holds_log(real)
 
     def holds_log(self, real: Path) -> bool:
-        """For a cold role, the research log by path, inode or content (private paths aside)."""
+        """For a cold role, the research log by path or content (a hard link included), private
+        paths aside."""
         if not self.forbidden:
             return False
         if real.name == "research-log.md":
@@ -97,8 +98,11 @@ class ToolContext:
             stat = real.stat()
         except OSError:
             return False
-        if any(real == item.path or (stat.st_dev, stat.st_ino) == item.inode for item in self.forbidden):
+        if any(real == item.path for item in self.forbidden):
             return True
+        # A hard link holds the log's very bytes, which the content check finds. An inode alone
+        # proves nothing: once the log is rewritten, a new file (the draft) may get its old
+        # version's inode back.
         return real.is_file() and self._holds_the_log(real, stat)
 
     def _holds_the_log(self, real: Path, stat: os.stat_result) -> bool:
