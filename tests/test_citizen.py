@@ -17,11 +17,11 @@ from agentkit import make_repo
 from conftest import run_cli
 
 
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    old = os.umask(0o022)
+@pytest.fixture(params=[0o022, 0o002])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = os.umask(request.param)
     try:
-        yield
+        yield request.param
     finally:
         os.umask(old)
 
@@ -31,7 +31,7 @@ def mode(path: Path) -> int:
 
 
 def test_files_follow_the_umask_and_nothing_is_left_behind(
-    tmp_path: Path, umask_022: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     d = make_repo(tmp_path)
     shutil.rmtree(d.repo_root / ".git")
@@ -57,9 +57,12 @@ def test_files_follow_the_umask_and_nothing_is_left_behind(
         d.repo_root / "out" / "report.md",
         sarif,
     ]
-    assert {p.name: oct(mode(p)) for p in written} == {p.name: oct(0o644) for p in written}
+    want = 0o666 & ~umask
+    assert {p.name: oct(mode(p)) for p in written} == {p.name: oct(want) for p in written}
     reviews = [p for p in d.reviews.rglob("*") if p.is_file()]
-    assert reviews and all(mode(p) == 0o644 for p in reviews)
+    assert reviews and all(mode(p) == want for p in reviews)
+    events = list((d.repo_root / "runs").glob("*/events.jsonl"))
+    assert events and all(mode(p) == want for p in events)
     # No lock, temporary or scratch file in the design directory.
     debris = [p for p in d.root.rglob("*") if p.name.endswith((".lock", ".tmp")) or p.name.startswith(".")]
     assert debris == []

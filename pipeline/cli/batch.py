@@ -79,7 +79,7 @@ def _present(batch: Batch) -> None:
     console = Console()
     console.print(_table(batch))
     for row in batch.rows:
-        if row.message and (row.action in ("bad", "busy") or (row.exit_code or 0) >= 2):
+        if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
             console.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))

@@ -169,7 +169,7 @@ class FileRunLock:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask
         except OSError as exc:
             raise InputError(
                 f"cannot create the run lock: {exc.strerror}",
