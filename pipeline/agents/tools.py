@@ -28,6 +28,7 @@ from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
+from pipeline.errors import InputError
 from pipeline.formats.paging import cut_note, page_note
 from pipeline.formats.textio import atomic_write
 
@@ -68,12 +69,19 @@ class ToolContext:
     _index: CodeIndex | None = None
     _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
 
+    _writes: dict[Path, Path] = field(default_factory=dict)
+    """Each writable file's real path and the path it is written at (a link there is refused)."""
+
     def __post_init__(self) -> None:
         self.repo_root = self.repo_root.resolve()
         if self.output_path is not None:
-            self.output_path = self._absolute(str(self.output_path)).resolve()
+            given = self._absolute(str(self.output_path))
+            self.output_path = given.resolve()
+            self._writes[self.output_path] = given
         if self.companion_path is not None:
-            self.companion_path = self._absolute(str(self.companion_path)).resolve()
+            given = self._absolute(str(self.companion_path))
+            self.companion_path = given.resolve()
+            self._writes[self.companion_path] = given
 
     def _absolute(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -262,10 +270,25 @@ def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
 
 
 def _writable(deps: ToolContext, path: str) -> Path:
+    """The output file ``path`` names, at the path its params give (never through a link)."""
     target = deps._absolute(path).resolve()
     if deps.output_path is None or target not in (deps.output_path, deps.companion_path):
         raise deps.refuse(f"{path}: the {deps.role} role may write only its output_path")
-    return target
+    given = deps._writes[target]
+    if given.is_symlink() or not given.parent.resolve().is_relative_to(deps.repo_root):
+        raise deps.refuse(f"{path}: is a symbolic link or lies outside the repository; it is not written")
+    return given
+
+
+def _save(deps: ToolContext, target: Path, text: str) -> str | None:
+    """Write ``text`` to ``target``; a refusal of the write layer (a link) as the tool's result."""
+    if "\x00" in text:
+        return _refusal(deps.refuse(f"{deps.rel(target)}: the content holds a NUL byte; write text"))
+    try:
+        atomic_write(target, text)
+    except InputError as exc:
+        return _refusal(deps.refuse(f"{deps.rel(target)}: {exc.message}"))
+    return None
 
 
 def write(ctx: RunContext[ToolContext], path: str, content: str) -> str:
@@ -275,8 +298,7 @@ def write(ctx: RunContext[ToolContext], path: str, content: str) -> str:
         target = _writable(deps, path)
     except Refused as exc:
         return _refusal(exc)
-    atomic_write(target, content)
-    return f"wrote {len(content.splitlines())} lines to {deps.rel(target)}"
+    return _save(deps, target, content) or f"wrote {len(content.splitlines())} lines to {deps.rel(target)}"
 
 
 def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: str) -> str:
@@ -292,8 +314,7 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
     count = text.count(old_string)
     if count != 1:
         return f"error: old_string occurs {count} times; it must occur exactly once"
-    atomic_write(target, text.replace(old_string, new_string, 1))
-    return f"edited {deps.rel(target)}"
+    return _save(deps, target, text.replace(old_string, new_string, 1)) or f"edited {deps.rel(target)}"
 
 
 def bash(ctx: RunContext[ToolContext], command: str) -> str:

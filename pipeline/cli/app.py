@@ -155,7 +155,7 @@ def review(
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
     from pipeline.runs.lock import holder_for, holding, run_lock
-    from pipeline.runs.preflight import check_reviews, check_runs_dir
+    from pipeline.runs.preflight import REVIEW, check_links, check_reviews, check_runs_dir
 
     part = _parse_slice(slice_)
     d = open_design_dir(resolve(directory) or directory)
@@ -169,11 +169,18 @@ def review(
         raise InputError(f"--slice applies to the readability-auditor, not to {role}", hint="drop --slice")
     # Everything the review will read or write, checked before its first spawn writes a params file.
     check_models(session.runtime)
+    check_links(d, REVIEW)
     check_reviews(d)
     check_runs_dir(session.runs_dir)
     if roles[role].reads_research_log:
         load_research_log(d.research_log)
     target = (resolve(draft) or draft).resolve() if draft else None
+    if target is not None and not target.is_relative_to(d.repo_root):
+        raise InputError(
+            "--draft is outside the repository (no role reads there)",
+            file=target,
+            hint="pass a draft inside the repository",
+        )
     # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
     with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
         run = asyncio.run(

@@ -4,7 +4,8 @@ Every file designloop reads goes through :func:`read_text`, which turns missing,
 unreadable or non-UTF-8 files into :class:`InputError` values naming the file and the
 byte offset. Every file it rewrites goes through :func:`atomic_write`: a temporary file
 in the same directory, flushed and renamed over the target, so a crash never leaves a
-half-written file.
+half-written file. No write follows or replaces a symbolic link (:func:`check_write_target`):
+a link where designloop writes is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -95,8 +96,45 @@ def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
     return (b"\xef\xbb\xbf" if bom else b"") + body.encode("utf-8")
 
 
+def enclosing_repository(path: Path) -> Path | None:
+    """The nearest directory at or above ``path`` (as given, links not followed) holding ``.git``."""
+    here = Path(os.path.abspath(path))
+    for candidate in (here, *here.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
+
+
+def check_write_target(path: Path, root: Path | None = None) -> None:
+    """Refuse to write ``path`` when it is a symbolic link (wherever it points: following it would
+    overwrite the file it names, replacing it would silently break it), or when a linked
+    directory takes it out of its repository (``root``, else the one ``path`` lies in)."""
+    if path.is_symlink():
+        target = Path(os.path.abspath(path.parent / os.readlink(path)))
+        where = root or enclosing_repository(path.parent)
+        outside = where is not None and not target.resolve().is_relative_to(where.resolve())
+        raise InputError(
+            f"is a symbolic link to {target}"
+            + (", outside the repository" if outside else "")
+            + "; designloop writes only regular files and never follows or replaces a link",
+            file=path,
+            hint="replace the link by a regular file (or remove it) and run again",
+        )
+    where = root or enclosing_repository(path.parent)
+    if where is None:
+        return
+    real = path.parent.resolve()
+    if not real.is_relative_to(where.resolve()):
+        raise InputError(
+            f"lies in a linked directory that leads outside the repository ({real})",
+            file=path,
+            hint="replace the directory link by a directory inside the repository and run again",
+        )
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a same-directory temporary file and a rename."""
+    check_write_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode: int | None = None
     try:

@@ -41,7 +41,7 @@ class EventLog:
         }
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 os.write(fd, line)  # one write of one line: O_APPEND keeps concurrent lines whole
                 os.fsync(fd)

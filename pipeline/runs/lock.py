@@ -169,10 +169,11 @@ class FileRunLock:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
             raise InputError(
-                f"cannot create the run lock: {exc.strerror}",
+                f"cannot create the run lock: {exc.strerror}"
+                + (" (a symbolic link is in its place)" if self.path.is_symlink() else ""),
                 file=self.path,
                 hint="make the design directory's _workflow/ writable",
             ) from None
@@ -208,7 +209,7 @@ class FileRunLock:
 
     def holder(self) -> Holder | None:
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return None
         try:

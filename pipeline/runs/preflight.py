@@ -13,10 +13,11 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.formats.database import check_database
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import CREATION_KINDS, PHASE1
+from pipeline.formats.kinds import CREATION_KINDS, PHASE1, PHASE4
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
-from pipeline.formats.textio import read_text
+from pipeline.formats.sync_delta import baseline_path
+from pipeline.formats.textio import check_write_target, read_text
 from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
 
 
@@ -84,8 +85,51 @@ def _text(path: Path, what: str) -> None:
         read_text(path, what=what)
 
 
+REVIEW = "review"
+"""The kind ``designloop review`` checks its links as: it writes params files and, for the
+adversarial review, the research log."""
+
+
+def outputs(design: DesignDir, kind: str) -> list[Path]:
+    """The files a run of ``kind`` may write in the design directory."""
+    if kind == PHASE1:
+        return [design.design, design.mechanics, design.mutations, design.research_log]
+    if kind == PHASE4:
+        return [design.final, design.final_mechanics, design.mutations]
+    if kind == REVIEW:  # the adversarial review appends its gate entry to the log
+        return [design.research_log]
+    plans = [design.plan] + (sorted(design.plan_dir.glob("*.md")) if design.plan_dir.is_dir() else [])
+    return [design.design, design.mechanics, design.mutations, baseline_path(design.workflow), *plans]
+
+
+def _inside(path: Path, design: DesignDir, what: str) -> None:
+    if path.exists() and not path.resolve().is_relative_to(design.repo_root):
+        raise InputError(
+            f"{what} leads outside the repository (to {path.resolve()}) through a symbolic link",
+            file=path,
+            hint="replace the link by the file or directory itself, inside the repository",
+        )
+
+
+def check_links(design: DesignDir, kind: str) -> None:
+    """No read and no write of a run goes through a link out of the repository, and no file a run
+    may write is a link at all (formats.textio.check_write_target; docs/formats.md, "Links")."""
+    for directory in (design.workflow, design.reviews, design.plan_dir):
+        _inside(directory, design, "the directory")
+    reads = [design.research_log, design.design, design.mechanics, design.final, design.plan]
+    reads += sorted(design.plan_dir.glob("*.md")) if design.plan_dir.is_dir() else []
+    for path in reads:
+        _inside(path, design, "the file")
+    for path in outputs(design, kind):
+        check_write_target(path, design.repo_root)
+    if design.reviews.is_dir():
+        for path in sorted(design.reviews.rglob("*")):
+            check_write_target(path, design.repo_root)
+
+
 def check_design_dir(design: DesignDir, kind: str) -> None:
     """What the creation kinds read and write in the design directory, checked up front."""
+    check_links(design, kind)
     writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
     check_reviews(design)
     if kind == PHASE1:
