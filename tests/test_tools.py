@@ -26,7 +26,12 @@ def repo(tmp_path: Path):  # type: ignore[no-untyped-def]
 def cold(d, role: str = "readability-auditor") -> Ctx:  # type: ignore[no-untyped-def]
     item = forbid(d.research_log)
     assert item is not None
-    return Ctx(ToolContext(role=role, repo_root=d.repo_root, forbidden=[item], code_root=d.code_root))
+    reviewed = frozenset({d.design.resolve()})  # the design under review: its share of the log is its own
+    return Ctx(
+        ToolContext(
+            role=role, repo_root=d.repo_root, forbidden=[item], code_root=d.code_root, reviewed=reviewed
+        )
+    )
 
 
 def test_escapes_are_refused(repo) -> None:  # type: ignore[no-untyped-def]

@@ -1,12 +1,14 @@
 """What a role may not read, by content as well as by path.
 
 The research log is recognised in any file by its normalised text (BOM, line endings and
-whitespace removed from the comparison): an exact copy under any name, link or inode, and a
-file that is mostly the log or holds nearly all of it (an excerpt, or a copy of an earlier
-version made before the log was rewritten). A design draft that absorbs the log's decisions
-is not one: it quotes a part of the log among much prose of its own. The draft a cold role
-reviews may hold nearly all of a log that is mostly decision records (its records absorb
-every decision); it is refused only when it is the log or mostly the log.
+whitespace removed from the comparison): an exact copy under any name, link or inode, a file
+that is mostly the log or holds nearly all of it (a copy of an earlier version made before the
+log was rewritten), and an excerpt of any size: a file that holds a run of the log's words
+(``GRAM`` words in a row from one of its lines, case, punctuation, line breaks and JSON escapes
+aside) that the design under review does not hold. What the design under review shares with
+the log is what an honest design absorbs, so it is no excerpt; the draft a cold role reviews
+is refused only when it is the log or mostly the log. :class:`LogWords` also takes the log's
+words out of a text (the review-log entry a cold role may read).
 
 Private paths (the runs directory with its run records, checkpoints and model-call cache,
 and the spawns' params files under ``_workflow/reviews``) are refused to every role, with
@@ -18,8 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pipeline.agents.readable import marker_entries
 
 MIN_LINE = 20
 """Lines shorter than this (after normalising) are too common to tell a copy apart."""
@@ -29,6 +35,81 @@ MOSTLY_FLOOR = 0.25
 """... when what it shares is at least this share of the log."""
 NEARLY_ALL = 0.8
 """A file that holds at least this share of the log's distinctive text holds the log."""
+
+
+GRAM = 5
+"""Words in a row that make an excerpt of the log ..."""
+GRAM_CHARS = 20
+"""... when they hold at least this many letters and digits."""
+WORD = re.compile(r"[^\W_]+")
+ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|[nrtbf\"\\/])")
+Gram = tuple[str, ...]
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code, 16)) if code else " "
+
+
+def words(text: str) -> list[str]:
+    """The text's words, case folded, with JSON and string escapes read through."""
+    return WORD.findall(ESCAPE.sub(_unescape, text).casefold())
+
+
+def line_grams(text: str) -> set[Gram]:
+    """Every run of ``GRAM`` words within one line of ``text`` (at least ``GRAM_CHARS`` long)."""
+    found: set[Gram] = set()
+    for line in text.split("\n"):
+        found.update(g for g in _runs(words(line)) if sum(map(len, g)) >= GRAM_CHARS)
+    return found
+
+
+def _runs(items: list[str]) -> Iterator[Gram]:
+    for i in range(len(items) - GRAM + 1):
+        yield tuple(items[i : i + GRAM])
+
+
+def grams(text: str) -> set[Gram]:
+    """Every run of ``GRAM`` words in ``text``, across lines."""
+    return set(_runs(words(text)))
+
+
+def holds_excerpt(text: str, log_only: set[Gram]) -> bool:
+    """Whether ``text`` holds a run of words of the log's own (``log_only``)."""
+    return bool(log_only) and any(g in log_only for g in _runs(words(text)))
+
+
+@dataclass(slots=True)
+class LogWords:
+    """The research log's words that a text shared with the design does not excuse."""
+
+    log_only: set[Gram]
+
+    @classmethod
+    def of(cls, log_text: str, shared: Iterable[str]) -> LogWords:
+        only = line_grams(log_text)
+        for text in shared:
+            only -= grams(text)
+        return cls(only)
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """``text`` with every run of the log's own words replaced by ``[…]``, and how many runs."""
+        found = [(m.start(), m.end(), m.group().casefold()) for m in WORD.finditer(text)]
+        hit = [False] * len(found)
+        for i in range(len(found) - GRAM + 1):
+            if tuple(w for _, _, w in found[i : i + GRAM]) in self.log_only:
+                hit[i : i + GRAM] = [True] * GRAM
+        out, at, runs, i = [], 0, 0, 0
+        while i < len(found):
+            if not hit[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(found) and hit[j + 1]:
+                j += 1
+            out += [text[at : found[i][0]], "[…]"]
+            at, runs, i = found[j][1], runs + 1, j + 1
+        return "".join(out) + text[at:], runs
 
 
 def normalise(data: bytes) -> str:
@@ -58,6 +139,8 @@ class ForbiddenFile:
     """SHA-256 of the normalised text."""
     lines: dict[str, int] = field(default_factory=dict)
     mass: int = 0
+    grams: set[Gram] = field(default_factory=set)
+    """Its runs of words (``line_grams``): what an excerpt of it holds."""
 
     def matches(self, text: str, reviewed: bool = False) -> bool:
         """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it.
@@ -86,7 +169,9 @@ def forbid(path: Path) -> ForbiddenFile | None:
         return None
     lines = distinctive(text)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), digest, lines, sum(lines.values()))
+    return ForbiddenFile(
+        real, (stat.st_dev, stat.st_ino), digest, lines, sum(lines.values()), line_grams(text)
+    )
 
 
 @dataclass(slots=True)
@@ -106,16 +191,21 @@ class LogVersions:
 
 @dataclass(slots=True)
 class Private:
-    """Directories no role may read, but for the files named in ``allowed``."""
+    """Directories no role may read, but for the files named in ``allowed``; with ``root``, also
+    every runs directory under it, found by its markers (agents.readable.store_marked)."""
 
     dirs: tuple[Path, ...] = ()
     allowed: frozenset[Path] = frozenset()
+    root: Path | None = None
     _inodes: set[tuple[int, int]] | None = None
+    _marked: dict[Path, list[Path]] = field(default_factory=dict)
 
     def covers(self, real: Path) -> bool:
         if real in self.allowed:
             return False
         if any(real == d or real.is_relative_to(d) for d in self.dirs):
+            return True
+        if self.root is not None and self._in_store(real):
             return True
         try:
             stat = real.stat()
@@ -123,6 +213,24 @@ class Private:
             return False
         # A hard link elsewhere to a private file (the model cache, a run record) is one too.
         return stat.st_nlink > 1 and (stat.st_dev, stat.st_ino) in self.inodes()
+
+    def _in_store(self, real: Path) -> bool:
+        """Whether ``real`` lies in a runs directory under ``root`` (or is a marked entry of the
+        root itself, when the root is one)."""
+        assert self.root is not None
+        if not real.is_relative_to(self.root) or real == self.root:
+            return False
+        rel = real.relative_to(self.root)
+        for ancestor in (rel, *rel.parents):
+            marks = self._marks(self.root / ancestor)
+            if marks and (ancestor != Path(".") or any(real.is_relative_to(m) for m in marks)):
+                return True
+        return False
+
+    def _marks(self, directory: Path) -> list[Path]:
+        if directory not in self._marked:
+            self._marked[directory] = marker_entries(directory)
+        return self._marked[directory]
 
     def inodes(self) -> set[tuple[int, int]]:
         if self._inodes is None:

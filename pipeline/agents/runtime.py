@@ -143,6 +143,7 @@ class Runtime:
         private = Private(
             tuple(p.resolve() for p in (*self.private_dirs, scaffolding)),
             frozenset({spawn.params_path.resolve()}),
+            self.repo_root.resolve(),
         )
         return ToolContext(
             role=role.name,

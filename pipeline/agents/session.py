@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline.agents.cache import LazyCache
 from pipeline.agents.models import check_spec
-from pipeline.agents.readable import byproducts
+from pipeline.agents.readable import byproducts, store_dirs
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
@@ -90,7 +90,7 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         timeout=run.spawn_timeout,
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
-        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root)),
+        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root)),
     )
     return Session(runtime, limits, run, runs_dir, params)
 

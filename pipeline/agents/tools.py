@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic_ai import RunContext, Tool
 
-from pipeline.agents.confine import ForbiddenFile, Private, normalise
+from pipeline.agents.confine import ForbiddenFile, Gram, Private, grams, holds_excerpt, normalise
 from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
@@ -68,6 +68,7 @@ class ToolContext:
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
     _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
+    _log_only: set[Gram] | None = None
 
     _writes: dict[Path, Path] = field(default_factory=dict)
     """Each writable file's real path and the path it is written at (a link there is refused)."""
@@ -117,8 +118,21 @@ class ToolContext:
                 text = normalise(real.read_bytes())
             except OSError:
                 return False
-            self._seen[key] = any(item.matches(text, reviewed) for item in self.forbidden)
+            copy = any(item.matches(text, reviewed) for item in self.forbidden)
+            self._seen[key] = copy or (not reviewed and holds_excerpt(text, self.log_only()))
         return self._seen[key]
+
+    def log_only(self) -> set[Gram]:
+        """The log's runs of words that the design under review does not share (an excerpt)."""
+        if self._log_only is None:
+            shared: set[Gram] = set()
+            for path in self.reviewed:
+                try:
+                    shared |= grams(normalise(path.read_bytes()))
+                except OSError:
+                    continue
+            self._log_only = set().union(*(item.grams for item in self.forbidden)) - shared
+        return self._log_only
 
     def confine(self, raw: str) -> Path:
         """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files.
@@ -160,7 +174,8 @@ class ToolContext:
             root = (self.code_root or self.repo_root).resolve()
             if not root.is_relative_to(self.repo_root):
                 root = self.repo_root
-            self._index = build_index(self.repo_root, root, lambda p: self.private.covers(p.resolve()))
+            # A cold role's index leaves out what it may not read: no lookup quotes the log either.
+            self._index = build_index(self.repo_root, root, lambda p: self.is_forbidden(p.resolve()))
         return self._index
 
 

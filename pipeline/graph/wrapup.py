@@ -24,6 +24,7 @@ from pipeline.graph.state import (
     RunState,
     Update,
 )
+from pipeline.graph.withhold import withheld_section, withhold_log_words
 
 OUTCOME_LINE = {
     PASS: "PASS",
@@ -140,9 +141,10 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         budget=state.budget,
         outcome=state.outcome.verdict,
     )
+    log_entry, withheld = withhold_log_words(deps.design, log_entry)
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id)
-    deps.events.emit("review_log", entry=result.number, appended=result.appended)
+    deps.events.emit("review_log", entry=result.number, appended=result.appended, withheld=withheld)
     return {"review_entry": result.number}
 
 
@@ -162,7 +164,7 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
     line = OUTCOME_LINE[state.outcome.verdict]
     summary = (
         f"# {state.kind} {state.run_id}\n\n## Diff\n\n```diff\n{diff}```\n\n## Review log\n\n"
-        f"{entry}\n## Outcome\n\n{line}\n"
+        f"{entry}\n" + "\n".join(withheld_section(deps.run_dir)) + f"\n## Outcome\n\n{line}\n"
     )
     atomic_write(deps.run_dir / "summary.md", summary)
     record_outcome(deps, state.outcome.verdict, line, state.round, state.review_entry)
