@@ -192,7 +192,10 @@ def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, o
         total = len(split_lines(read_text(inputs.draft, what="design").text))
         # One whole-document pass: no slice_count or total_lines, so the whole-doc guard stays inert.
         return {"target": "design", "target_path": inputs.rel(inputs.draft), "slice": (1, max(total, 1))}
-    raise InputError(f"role {role} takes no part in an interactive edit")
+    raise InputError(
+        f"role {role} takes no part in an interactive edit",
+        hint="an edit runs the comprehension review (and, on design-sync, the readability auditor)",
+    )
 
 
 def params_for(

@@ -82,7 +82,8 @@ def roles(
     definitions = load_roles(root)
     check_base_url(base_url)
     options = ModelOptions(model, parse_role_models(list(role_model or ()), definitions), base_url)
-    specs = resolve_models(definitions, options, merged_params(root)[0])
+    params, source = merged_params(root)
+    specs = resolve_models(definitions, options, params, source=source)
     configured = sorted(set(specs.values()) - {OFFLINE})
     if configured:  # a model SDK loads only when a model is named
         from pipeline.agents.models import check_spec

@@ -25,7 +25,9 @@ KINDS = (
 
 def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
     if value is not None and value not in allowed:
-        raise InputError(f"{flag} {value!r} is not one of {', '.join(allowed)}")
+        raise InputError(
+            f"{flag} {value!r} is not one of {', '.join(allowed)}", hint=f"e.g. {flag} {allowed[0]}"
+        )
     return value
 
 

@@ -59,6 +59,14 @@ def decode(data: bytes, path: Path) -> TextFile:
             line=line,
             hint="re-save the file as UTF-8 (for example: iconv -f latin1 -t utf-8)",
         ) from None
+    nul = text.find("\x00")
+    if nul != -1:
+        raise InputError(
+            f"holds a NUL byte at character {nul} (a binary file, or text saved as UTF-16)",
+            file=path,
+            line=text.count("\n", 0, nul) + 1,
+            hint="pass a UTF-8 text file; re-save it as UTF-8 (for example: iconv -f utf-16 -t utf-8)",
+        )
     crlf = text.count("\r\n")
     newline = "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
     if "\r" in text:

@@ -13,8 +13,9 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.formats.database import check_database
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import CREATION_KINDS, PHASE1, PHASE4
-from pipeline.formats.research_log import load_research_log
+from pipeline.formats.kinds import PHASE1, PHASE4
+from pipeline.formats.plan import load_plan_file, load_tracks
+from pipeline.formats.research_log import ResearchLog, load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import check_write_target, read_text
@@ -127,26 +128,62 @@ def check_links(design: DesignDir, kind: str) -> None:
             check_write_target(path, design.repo_root)
 
 
-def check_design_dir(design: DesignDir, kind: str) -> None:
-    """What the creation kinds read and write in the design directory, checked up front."""
-    check_links(design, kind)
-    writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
-    check_reviews(design)
+def require_decisions(log: ResearchLog) -> None:
+    """Phase 1 writes the design from the log's decisions: an empty log, one of headings only, or
+    one that records no decision is refused before any author round is spent on it."""
+    hint = (
+        "write the log's ## Decision Log (### D1: ... with **Decision:** and **Alternatives "
+        "rejected:**, docs/formats.md §3), have it reviewed, then run again"
+    )
+    body = [line for line in log.file.lines if line.strip() and not line.lstrip().startswith("#")]
+    if not log.file.text.strip():
+        raise InputError("the research log is empty", file=log.path, hint=hint)
+    if not body:
+        raise InputError("the research log holds headings only", file=log.path, hint=hint)
+    if not log.decisions:
+        raise InputError(
+            "the research log records no decision under ## Decision Log", file=log.path, hint=hint
+        )
+
+
+def check_inputs(design: DesignDir, kind: str) -> None:
+    """Every file a run of ``kind`` reads, read and parsed as the run will (UTF-8, no NUL byte,
+    the formats of docs/formats.md): the log, the designs, the plan, every track file and the
+    review log. ``estimate`` runs exactly this."""
     if kind == PHASE1:
-        load_research_log(design.research_log)
-        _text(design.design, "design")
-        _text(design.mechanics, "design mechanics")
-    elif kind not in CREATION_KINDS:  # an interactive edit checks its own inputs (formats.edit_plan)
-        _text(design.design, "design")
-        _text(design.mechanics, "design mechanics")
-    else:
-        writable_dir(design.root, "the design directory", "make the design directory writable")
+        require_decisions(load_research_log(design.research_log))
+    elif kind == PHASE4:
         if not design.design.is_file():
             raise InputError(
                 "phase4-creation needs the frozen phase-1 design",
                 file=design.design,
                 hint="run designloop create first, or restore _workflow/design.md",
             )
-        _text(design.design, "design")
-        _text(design.final, "final design")
+        if not read_text(design.design, what="design").text.strip():
+            raise InputError(
+                "the frozen phase-1 design is empty",
+                file=design.design,
+                hint="run designloop create first, or restore _workflow/design.md from version control",
+            )
+    for path, what in (
+        (design.design, "design"),
+        (design.mechanics, "design mechanics"),
+        (design.final, "final design"),
+        (design.final_mechanics, "final design mechanics"),
+    ):
+        _text(path, what)
+    if design.plan.exists():
+        load_plan_file(design.plan)
+    if design.plan_dir.is_dir():
+        load_tracks(design.plan_dir)
     parse_entries(design.mutations)  # a malformed review log is found now, not after the run
+
+
+def check_design_dir(design: DesignDir, kind: str) -> None:
+    """What a run reads and writes in the design directory, checked up front."""
+    check_links(design, kind)
+    writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
+    check_reviews(design)
+    if kind == PHASE4:
+        writable_dir(design.root, "the design directory", "make the design directory writable")
+    check_inputs(design, kind)
