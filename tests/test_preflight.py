@@ -26,10 +26,10 @@ def _input_errors() -> set[str]:
         grew = False
         for tree in trees:
             for node in ast.walk(tree):
-                if isinstance(node, ast.ClassDef) and node.name not in names:
-                    if any(getattr(b, "id", getattr(b, "attr", "")) in names for b in node.bases):
-                        names.add(node.name)
-                        grew = True
+                bases = [getattr(b, "id", getattr(b, "attr", "")) for b in getattr(node, "bases", [])]
+                if isinstance(node, ast.ClassDef) and node.name not in names and set(bases) & names:
+                    names.add(node.name)
+                    grew = True
     return names
 
 
@@ -41,12 +41,14 @@ def test_every_bad_input_error_carries_what_to_do() -> None:
     missing = []
     for path in sorted((ROOT / "pipeline").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
+            called = getattr(node, "func", None)
+            name = getattr(called, "id", getattr(called, "attr", ""))
             if (
                 isinstance(node, ast.Call)
-                and getattr(node.func, "id", getattr(node.func, "attr", "")) in names
+                and name in names
+                and not any(k.arg in ("hint", None) for k in node.keywords)
             ):
-                if not any(k.arg in ("hint", None) for k in node.keywords):
-                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert missing == []
 
 
