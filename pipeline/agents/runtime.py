@@ -25,7 +25,7 @@ from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import RoleDef
 from pipeline.agents.spawn import Spawn, SpawnParams, prepare
 from pipeline.agents.tools import ToolContext, tools_for
-from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
+from pipeline.agents.usage import Budget, Ledger, Usage
 from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
@@ -237,10 +237,7 @@ class Runtime:
                 )
             except UsageLimitExceeded as exc:
                 self._record(usage, log, spawn)
-                raise BudgetExceeded(
-                    f"budget reached during {role.name}: {exc}",
-                    hint="resume with a larger budget; finished calls are cached",
-                ) from None
+                raise self.budget.stop(role.name, str(exc), usage) from None
             except ModelHTTPError as exc:
                 self._record(usage, log, spawn)
                 if exc.status_code in (401, 403):

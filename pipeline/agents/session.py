@@ -36,6 +36,8 @@ class SessionOptions:
     max_cost: str | None = None
     runs_dir: Path | None = None
     no_cache: bool = False
+    max_requests: int | None = None
+    """The per-spawn request limit (``--max-requests``), else ``[run] spawn_requests``."""
 
 
 @dataclass(slots=True)
@@ -107,7 +109,10 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
     role_models = parse_role_models(list(options.role_models), roles)
     check_base_url(options.base_url)
     check_budget(options.budget_tokens)
-    budget = Budget(options.budget_tokens, parse_cost(options.max_cost))
+    check_requests(options.max_requests)
+    budget = Budget(
+        options.budget_tokens, parse_cost(options.max_cost), options.max_requests or run.spawn_requests
+    )
     specs = resolve_models(
         roles, ModelOptions(options.model, role_models, options.base_url), params, source=source
     )

@@ -32,6 +32,10 @@ RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="RO
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
 BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
 CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
+RequestsOpt = Annotated[
+    int | None,
+    typer.Option("--max-requests", help="the most model requests one spawn may make ([run] spawn_requests)"),
+]
 RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
 StoreOpt = Annotated[

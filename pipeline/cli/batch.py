@@ -16,6 +16,7 @@ from pipeline.cli.app import (
     CostOpt,
     JsonOpt,
     ModelOpt,
+    RequestsOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
@@ -110,6 +111,7 @@ def _run_batch(
     wait: bool,
     as_json: bool,
     sarif: Path | None = None,
+    max_requests: int | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -127,7 +129,9 @@ def _run_batch(
     target = _check_sarif(sarif)
     dirs = expand_directories(directories, Path.cwd())
     runs = runs_dir_of(runs_dir)
-    session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
+    session = SessionOptions(
+        model, tuple(role_model or ()), base_url, budget, max_cost, runs, max_requests=max_requests
+    )
     check_session(repo_root(dirs[0]), session)
     store = open_store(store_url, runs)
     outputs = (target,) if target is not None else ()
@@ -214,6 +218,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
         sarif: SarifOpt = None,
+        max_requests: RequestsOpt = None,
     ) -> None:
         _run_batch(
             kind,
@@ -233,6 +238,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             wait,
             as_json,
             sarif,
+            max_requests,
         )
 
     command.__doc__ = doc

@@ -16,6 +16,7 @@ from pipeline.cli.app import (
     CostOpt,
     JsonOpt,
     ModelOpt,
+    RequestsOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
@@ -128,7 +129,9 @@ def _present(run_dir: Path, result: Any) -> None:
         console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
     elif result.exit_code == ExitCode.BUDGET:
         console.print(f"[yellow]stopped:[/yellow] {result.message}")
-        console.print(f"resume with: designloop resume {result.run_id} --budget <more tokens>")
+        flag = result.flag or "--budget"
+        more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
+        console.print(f"resume with: designloop resume {result.run_id} {flag} {more}")
     console.print(f"run {result.run_id}: {outcome}")
 
 
@@ -147,6 +150,7 @@ def _start(
     wait: bool,
     as_json: bool,
     store_url: str | None = None,
+    max_requests: int | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
@@ -154,7 +158,13 @@ def _start(
 
     failing = _fail_on(fail_on) or "blocker"
     options = SessionOptions(
-        model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
+        model,
+        tuple(role_model or ()),
+        base_url,
+        budget,
+        max_cost,
+        runs_dir_of(runs_dir),
+        max_requests=max_requests,
     )
     root = resolve(code_root) if code_root else None
     target = resolve(directory) or directory
@@ -186,6 +196,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         wait: WaitOpt = False,
         as_json: JsonOpt = False,
         store: StoreOpt = None,
+        max_requests: RequestsOpt = None,
     ) -> None:
         _start(
             kind,
@@ -202,6 +213,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             wait,
             as_json,
             store,
+            max_requests,
         )
 
     command.__doc__ = doc
@@ -239,14 +251,16 @@ def resume(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
+    max_requests: RequestsOpt = None,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
-    from pipeline.agents.session import check_budget, parse_cost
+    from pipeline.agents.session import check_budget, check_requests, parse_cost
     from pipeline.runs.records import locate
     from pipeline.runs.setup import load_run
 
     failing = _fail_on(fail_on)
     check_budget(budget)
+    check_requests(max_requests)
     parse_cost(max_cost)
     runs = open_store(store, runs_dir)
     try:
@@ -254,7 +268,7 @@ def resume(
         # waited is read as it is now, never as it was before the wait.
         _, directory, _ = locate(runs.record(run_id), runs.runs_dir / run_id)
         with _locked(runs, directory, run_id, wait) as lock:
-            run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
+            run = load_run(runs.run_dir(run_id), budget, max_cost, failing, max_requests=max_requests)
             _execute(run, True, as_json, runs, lock)
     finally:
         runs.close()

@@ -214,7 +214,8 @@ class BatchRunner:
     def _equip(self, run: OpenRun) -> OpenRun:
         runtime = run.session.runtime
         runtime.cache = self.cache
-        runtime.budget = PooledBudget(runtime.budget.max_tokens, runtime.budget.max_cost, self.pool)
+        own = runtime.budget
+        runtime.budget = PooledBudget(own.max_tokens, own.max_cost, own.max_requests, self.pool)
         return run
 
     async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any, lock: RunLock) -> RunResult:

@@ -66,6 +66,8 @@ class RunResult:
     message: str | None = None
     spent: Usage | None = None
     """This process's own ledger, when it knows more than the checkpoint (a stop mid-node)."""
+    flag: str | None = None
+    """For a stopped run, the option that lets ``resume`` go on (--budget, --max-requests ...)."""
 
     def to_json(self) -> dict[str, Any]:
         state = self.state
@@ -274,10 +276,20 @@ async def _execute(
         raise
     except BudgetExceeded as exc:
         spent = deps.runtime.ledger.total()
-        deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
+        # What the stopped spawn had spent: no spawn event records it, so this one does.
+        partial = (exc.spent or Usage()).to_json()
+        deps.events.emit(
+            "stopped", message=exc.message, usage=spent.to_json(), partial=partial, flag=exc.flag
+        )
         state = _state(run, dict((await graph.aget_state(config)).values or {}))
         return RunResult(
-            record.run_id, record.kind, ExitCode.BUDGET, state, message=exc.render(), spent=spent
+            record.run_id,
+            record.kind,
+            ExitCode.BUDGET,
+            state,
+            message=exc.render(),
+            spent=spent,
+            flag=exc.flag,
         )
     except (WiringError, InputError) as exc:
         deps.events.emit("stopped", message=exc.message)

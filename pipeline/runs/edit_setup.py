@@ -112,6 +112,7 @@ def prepare_edit(
             budget_tokens=options.budget_tokens,
             max_cost=options.max_cost,
             runs_dir=portable(session.runs_dir, design.repo_root),
+            max_requests=options.max_requests,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(primary),

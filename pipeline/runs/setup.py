@@ -107,6 +107,7 @@ def start_run(plan: RunPlan) -> OpenRun:
             max_cost=options.max_cost,
             runs_dir=portable(session.runs_dir, design.repo_root),
             fail_on=plan.fail_on,
+            max_requests=options.max_requests,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(plan.target),
@@ -139,10 +140,14 @@ def prepare_run(
 
 
 def resume_options(
-    record: RunRecord, run_dir: Path, budget_tokens: int | None, max_cost: str | None
+    record: RunRecord,
+    run_dir: Path,
+    budget_tokens: int | None,
+    max_cost: str | None,
+    max_requests: int | None = None,
 ) -> SessionOptions:
-    """The recorded run's session options, a new budget or cost cap replacing the recorded one;
-    its runs directory is the one it was found in."""
+    """The recorded run's session options, a new budget, cost cap or request limit replacing the
+    recorded one; its runs directory is the one it was found in."""
     opts = record.options
     return SessionOptions(
         opts.model,
@@ -151,6 +156,7 @@ def resume_options(
         budget_tokens if budget_tokens is not None else opts.budget_tokens,
         max_cost if max_cost is not None else opts.max_cost,
         run_dir.resolve().parent,
+        max_requests=max_requests if max_requests is not None else opts.max_requests,
     )
 
 
@@ -160,6 +166,7 @@ def load_run(
     max_cost: str | None = None,
     fail_on: FailOn | None = None,
     repo: Path | None = None,
+    max_requests: int | None = None,
 ) -> OpenRun:
     """Open a recorded run to resume it, checked like a new one; a new budget (or --fail-on)
     replaces the recorded one. The run's paths are found in this checkout (records.locate), so
@@ -168,6 +175,10 @@ def load_run(
     record = read_record(run_dir)
     if fail_on is not None:
         record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
+    if max_requests is not None:
+        record = record.model_copy(
+            update={"options": record.options.model_copy(update={"max_requests": max_requests})}
+        )
     options = resume_options(record, run_dir, budget_tokens, max_cost)
     _, directory, code_root = locate(record, run_dir, repo)
     design = open_design_dir(directory, code_root)
@@ -175,4 +186,6 @@ def load_run(
     check_models(session.runtime)
     check_design_dir(design, record.kind)
     check_runs_dir(session.runs_dir)
+    if max_requests is not None:  # kept, so a later resume goes on with the raised limit
+        write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)
