@@ -5,7 +5,11 @@ the full request content (instructions, every message part, tool definitions and
 schema), never by call order, and the response is stored in a diskcache. A repeated or
 resumed request is answered from the cache at zero cost. Transient provider errors (429
 honouring Retry-After, 5xx, timeouts, connection errors) are retried with tenacity,
-bounded and jittered. Provider SDK retries are switched off so retries happen once, here.
+bounded and jittered; a 200 whose body is not the provider's format (a proxy's HTML error
+page) is retried once, like a 5xx that then fails. Provider SDK retries are switched off so
+retries happen once, here. A spawn's first request has a deadline of its own
+(``first_turn_timeout``, retries included), so a provider that hangs ends a spawn in tens of
+seconds rather than at the whole spawn's timeout.
 """
 
 from __future__ import annotations
@@ -23,13 +27,13 @@ from typing import Any, Protocol
 
 import anyio
 import diskcache
-from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
+from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, retry_if_exception, wait_random_exponential
 from tenacity.wait import wait_base
 
 from pipeline.errors import InputError
@@ -115,7 +119,23 @@ def key_of(body: dict[str, Any], attempt: int = 1) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def malformed_body(exc: BaseException) -> bool:
+    """A 200 whose body is not the provider's format: a proxy's HTML page, JSON of another shape."""
+    if isinstance(exc, ModelHTTPError):
+        return False
+    text = str(exc)
+    if isinstance(exc, UnexpectedModelBehavior):
+        return text.startswith("Invalid response from")
+    return isinstance(exc, ModelAPIError) and "Failed to decode response" in text
+
+
+class FirstAnswerTimeout(TimeoutError):
+    """A spawn's first request got no answer within ``first_turn_timeout`` (retries included)."""
+
+
 def is_transient(exc: BaseException) -> bool:
+    if malformed_body(exc):
+        return True
     if isinstance(exc, ModelHTTPError):
         return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
     if isinstance(exc, ModelAPIError):
@@ -161,6 +181,16 @@ class RetryPolicy:
     max_wait: float = 30.0
     retry_after_cap: float = 120.0
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    first_turn_timeout: float | None = None
+    """The deadline of a spawn's first request, its retries included (``[run] first_turn_timeout``)."""
+    malformed_attempts: int = 2
+    """A body not in the provider's format is asked again once."""
+
+    def should_stop(self, retry_state: Any) -> bool:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        limit = self.malformed_attempts if exc is not None and malformed_body(exc) else self.attempts
+        return bool(retry_state.attempt_number >= limit)
 
 
 def response_cost(response: ModelResponse) -> Decimal | None:
@@ -229,7 +259,7 @@ class CachedModel(WrapperModel):
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            response = await self._ask(messages, model_settings, model_request_parameters)
+            response = await self._first_or_later(messages, model_settings, model_request_parameters)
         except BaseException as exc:
             # Whoever waits asks on its own (a cancellation here is not theirs to share).
             future.set_exception(
@@ -259,6 +289,24 @@ class CachedModel(WrapperModel):
         _answered()
         return response
 
+    async def _first_or_later(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Ask; a spawn's first request (no answer in the conversation yet) within its deadline."""
+        deadline = self.policy.first_turn_timeout
+        if deadline is None or any(isinstance(m, ModelResponse) for m in messages):
+            return await self._ask(messages, model_settings, model_request_parameters)
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._ask(messages, model_settings, model_request_parameters)
+        except TimeoutError:
+            raise FirstAnswerTimeout(
+                f"no first answer within {deadline:g} s ([run] first_turn_timeout; a slow server needs more)"
+            ) from None
+
     def _stored(self, key: str) -> bytes | None:
         if self.cache is None:
             return None
@@ -276,7 +324,7 @@ class CachedModel(WrapperModel):
         policy = self.policy
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_transient),
-            stop=stop_after_attempt(policy.attempts),
+            stop=policy.should_stop,
             wait=wait_retry_after(
                 wait_random_exponential(multiplier=policy.base, max=policy.max_wait), policy.retry_after_cap
             ),

@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.cache import LazyCache
+from pipeline.agents.cache import LazyCache, RetryPolicy
 from pipeline.agents.models import check_spec
 from pipeline.agents.readable import byproducts, store_dirs
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
@@ -128,6 +128,7 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         cache=None if options.no_cache else LazyCache(runs_dir / CACHE_DIR),
         budget=budget,
         timeout=run.spawn_timeout,
+        policy=RetryPolicy(first_turn_timeout=run.first_turn_timeout),
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
         private_dirs=(runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root)),
