@@ -30,6 +30,7 @@ from pipeline.agents.shell import ShellRefusal, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
 from pipeline.formats.paging import cut_note, page_note
+from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
@@ -301,6 +302,8 @@ def _save(deps: ToolContext, target: Path, text: str) -> str | None:
         return _refusal(deps.refuse(f"{deps.rel(target)}: the content holds a NUL byte; write text"))
     try:
         atomic_write(target, text)
+    except OutOfSpace:
+        raise  # a full disk stops the run (bad input), it is not the model's to work around
     except InputError as exc:
         return _refusal(deps.refuse(f"{deps.rel(target)}: {exc.message}"))
     return None

@@ -160,7 +160,7 @@ def review(
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
     from pipeline.runs.lock import holder_for, holding, run_lock
-    from pipeline.runs.preflight import REVIEW, check_links, check_reviews, check_runs_dir
+    from pipeline.runs.preflight import REVIEW, check_links, check_reviews, check_run_space, check_runs_dir
 
     part = _parse_slice(slice_)
     d = open_design_dir(resolve(directory) or directory)
@@ -177,6 +177,7 @@ def review(
     check_links(d, REVIEW)
     check_reviews(d)
     check_runs_dir(session.runs_dir)
+    check_run_space(d, session.runs_dir)
     if roles[role].reads_research_log:
         load_research_log(d.research_log)
     target = (resolve(draft) or draft).resolve() if draft else None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.formats.space import FULL, out_of_space
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +142,22 @@ def check_write_target(path: Path, root: Path | None = None) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a same-directory temporary file and a rename."""
+    """Write ``data`` to ``path`` through a same-directory temporary file and a rename; a full
+    disk is :class:`~pipeline.formats.space.OutOfSpace`, with the file as it was."""
     check_write_target(path)
+    made = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    try:
+        _replace(path, data)
+    except BaseException as exc:
+        for directory in made:  # deepest first: the directories made for it, left empty
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        if isinstance(exc, OSError) and exc.errno in FULL:
+            raise out_of_space(path, len(data)) from exc
+        raise
+
+
+def _replace(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode: int | None = None
     try:

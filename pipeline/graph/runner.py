@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import shutil
+import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from pydantic import ValidationError
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.formats.kinds import CREATION_KINDS
+from pipeline.formats.space import OutOfSpace, space_error
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
 from pipeline.graph.edit_build import build_edit_graph
@@ -31,7 +34,7 @@ from pipeline.graph.state import (
     Verdict,
 )
 from pipeline.graph.watch import watched
-from pipeline.runs.events import read_events
+from pipeline.runs.events import EventLog, read_events
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
@@ -203,9 +206,40 @@ async def execute(
             return await _execute(run, resume, listener, configure, store, saver, lock)
         async with _open(run, resume, store) as opened:
             return await _execute(run, resume, listener, configure, store, opened, lock)
+    except Exception as exc:
+        full = space_error(exc, run.session.runs_dir)
+        if full is None:
+            raise
+        raise _after_full_disk(run, store, full) from None
     finally:
         if run.session.runtime.cache is not None:
             run.session.runtime.cache.close()
+
+
+def _after_full_disk(run: OpenRun, store: RunStore, full: OutOfSpace) -> OutOfSpace:
+    """A run the disk filled under: one with a checkpoint stays resumable (the message says how);
+    one without is removed whole, leaving nothing behind (run it again once there is room)."""
+    if _checkpointed(run, store):
+        with contextlib.suppress(Exception):  # the disk may still have no room for it
+            EventLog(run.run_dir).emit("stopped", message=full.message)
+        return full.then(f"designloop resume {run.run_id} (it goes on from its last completed step)")
+    shutil.rmtree(run.run_dir, ignore_errors=True)
+    return full.then("run again (this run had not begun: nothing of it was kept)")
+
+
+def _checkpointed(run: OpenRun, store: RunStore) -> bool:
+    """Whether the store holds a checkpoint of the run (one it cannot ask is taken to)."""
+    if not isinstance(store, LocalStore):
+        return True
+    path = store.runs_dir / CHECKPOINTS
+    if not path.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0)) as db:
+            query = "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1"
+            return db.execute(query, (run.run_id,)).fetchone() is not None
+    except sqlite3.Error as exc:
+        return "no such table" not in str(exc)
 
 
 def _open(run: OpenRun, resume: bool, store: RunStore) -> AbstractAsyncContextManager[Saver]:
@@ -248,7 +282,10 @@ async def _execute(
         snapshot = await graph.aget_state(config)
     except ValidationError as exc:
         raise _unreadable(run, exc) from None
-    state = _state(run, dict(snapshot.values or {}))
+    # A checkpoint that holds only the pending input (the run stopped before its first step was
+    # saved: a kill, a full disk) holds no state: the run starts from its input.
+    holds_state = any(not k.startswith("__") for k in values)
+    state = _state(run, dict(snapshot.values or {})) if holds_state else None
     for item in state.usage if state else []:
         deps.runtime.ledger.add(item.round, item.role, item.usage)
     graph_input: Any = None

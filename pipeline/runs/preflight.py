@@ -17,6 +17,14 @@ from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.plan import load_plan_file, load_tracks
 from pipeline.formats.research_log import ResearchLog, load_research_log
 from pipeline.formats.review_log import parse_entries
+from pipeline.formats.space import (
+    DESIGN_FLOOR,
+    DESIGN_PER_INPUT_BYTE,
+    PER_INPUT_BYTE,
+    RUN_FLOOR,
+    bytes_read,
+    check_space,
+)
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import check_write_target, read_text
 from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
@@ -187,3 +195,15 @@ def check_design_dir(design: DesignDir, kind: str) -> None:
     if kind == PHASE4:
         writable_dir(design.root, "the design directory", "make the design directory writable")
     check_inputs(design, kind)
+
+
+def check_run_space(design: DesignDir, runs_dir: Path) -> None:
+    """The file systems a run writes have room for a run of its size (formats.space): a full
+    disk is refused now, not after a half-run."""
+    read = bytes_read([design.research_log, design.design, design.mechanics, design.final, design.plan_dir])
+    check_space(
+        [
+            (runs_dir, RUN_FLOOR + PER_INPUT_BYTE * read),
+            (design.workflow, DESIGN_FLOOR + DESIGN_PER_INPUT_BYTE * read),
+        ]
+    )

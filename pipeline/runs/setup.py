@@ -3,8 +3,11 @@ one to resume it. The design directory is opened once per process and handed on.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -12,9 +15,10 @@ from urllib.parse import urlsplit
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.kinds import PHASE1
+from pipeline.formats.space import space_error
 from pipeline.formats.textio import atomic_write, read_text
 from pipeline.runs.events import EventLog
-from pipeline.runs.preflight import check_design_dir, check_runs_dir
+from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,
     RunOptions,
@@ -84,6 +88,7 @@ def plan_run(
     check_models(session.runtime)
     check_design_dir(design, kind)
     check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
     target = design.design if kind == PHASE1 else design.final
     return RunPlan(new_run_id(kind), kind, design, target, session, options, warmup, fail_on)
 
@@ -115,16 +120,37 @@ def start_run(plan: RunPlan) -> OpenRun:
         inputs=plan.inputs,
     )
     run_dir = session.runs_dir / plan.run_id
-    partial = session.runs_dir / f".{plan.run_id}.partial"
-    partial.mkdir(parents=True)
-    if plan.target.is_file():
-        atomic_write(partial / "before.md", read_text(plan.target, what="design").text)
-    write_record(partial, record)
-    EventLog(partial).emit(
-        "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
-    )
-    partial.rename(run_dir)
+
+    def fill(partial: Path) -> None:
+        if plan.target.is_file():
+            atomic_write(partial / "before.md", read_text(plan.target, what="design").text)
+        write_record(partial, record)
+        EventLog(partial).emit(
+            "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
+        )
+
+    appear_whole(run_dir, fill)
     return OpenRun(record, run_dir, design, session)
+
+
+def appear_whole(run_dir: Path, fill: Callable[[Path], None]) -> None:
+    """Make ``run_dir`` under a temporary name, ``fill`` it, and rename it into place: a kill
+    never leaves half a run, and a failure (a full disk) leaves nothing at all."""
+    partial = run_dir.parent / f".{run_dir.name}.partial"
+    made = not run_dir.parent.exists()
+    try:
+        partial.mkdir(parents=True)
+        fill(partial)
+        partial.rename(run_dir)
+    except BaseException as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                run_dir.parent.rmdir()
+        full = space_error(exc, run_dir.parent) if isinstance(exc, Exception) else None
+        if full is not None:
+            raise full from None
+        raise
 
 
 def prepare_run(
@@ -186,6 +212,7 @@ def load_run(
     check_models(session.runtime)
     check_design_dir(design, record.kind)
     check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
     if max_requests is not None:  # kept, so a later resume goes on with the raised limit
         write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)
