@@ -34,6 +34,14 @@ def load_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(f"invalid TOML: {exc}", file=path, line=line, hint="fix the TOML syntax") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not valid UTF-8: byte 0x{exc.object[exc.start]:02x} at byte offset {exc.start}",
+            file=path,
+            hint="re-save the file as UTF-8 (TOML files are UTF-8)",
+        ) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", file=path, hint="pass the file's path") from None
 
 
 @dataclass(frozen=True, slots=True)

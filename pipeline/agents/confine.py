@@ -64,6 +64,16 @@ def line_grams(text: str) -> set[Gram]:
     return found
 
 
+def line_runs(text: str) -> set[Gram]:
+    """The words of every line of ``text`` that has at least ``GRAM`` words (``GRAM_CHARS`` long)."""
+    found: set[Gram] = set()
+    for line in text.split("\n"):
+        run = tuple(words(line))
+        if len(run) >= GRAM and sum(map(len, run)) >= GRAM_CHARS:
+            found.add(run)
+    return found
+
+
 def _runs(items: list[str]) -> Iterator[Gram]:
     for i in range(len(items) - GRAM + 1):
         yield tuple(items[i : i + GRAM])
@@ -74,31 +84,54 @@ def grams(text: str) -> set[Gram]:
     return set(_runs(words(text)))
 
 
-def holds_excerpt(text: str, log_only: set[Gram]) -> bool:
-    """Whether ``text`` holds a run of words of the log's own (``log_only``)."""
-    return bool(log_only) and any(g in log_only for g in _runs(words(text)))
-
-
 @dataclass(slots=True)
 class LogWords:
-    """The research log's words that a text shared with the design does not excuse."""
+    """The research log's words that a text shared with the design does not excuse: its runs of
+    ``GRAM`` words and its whole lines (a line whose every run the design holds, but not in that
+    order or with that decision number, is the log's still)."""
 
-    log_only: set[Gram]
+    log_only: set[Gram] = field(default_factory=set)
+    lines: set[Gram] = field(default_factory=set)
 
     @classmethod
     def of(cls, log_text: str, shared: Iterable[str]) -> LogWords:
-        only = line_grams(log_text)
-        for text in shared:
-            only -= grams(text)
-        return cls(only)
+        return cls.parts([line_grams(log_text)], [line_runs(log_text)], shared)
+
+    @classmethod
+    def parts(
+        cls, gram_sets: Iterable[set[Gram]], line_sets: Iterable[set[Gram]], shared: Iterable[str]
+    ) -> LogWords:
+        """From the grams and lines of one or more versions of the log, less what ``shared`` holds."""
+        texts = list(shared)
+        held: set[Gram] = set().union(*(grams(t) for t in texts))
+        joined = [" ".join(words(t)) for t in texts]
+        only = set().union(*gram_sets) - held
+        lines = {run for run in set().union(*line_sets) if not any(" ".join(run) in t for t in joined)}
+        return cls(only, lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.log_only or self.lines)
+
+    def held_by(self, text: str) -> bool:
+        """Whether ``text`` holds any of the log's own words."""
+        found = words(text)
+        if any(g in self.log_only for g in _runs(found)):
+            return True
+        joined = " ".join(found)
+        return any(" ".join(run) in joined for run in self.lines)
 
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every run of the log's own words replaced by ``[…]``, and how many runs."""
         found = [(m.start(), m.end(), m.group().casefold()) for m in WORD.finditer(text)]
+        plain = [w for _, _, w in found]
         hit = [False] * len(found)
         for i in range(len(found) - GRAM + 1):
-            if tuple(w for _, _, w in found[i : i + GRAM]) in self.log_only:
+            if tuple(plain[i : i + GRAM]) in self.log_only:
                 hit[i : i + GRAM] = [True] * GRAM
+        for run in self.lines:
+            for i in range(len(plain) - len(run) + 1):
+                if tuple(plain[i : i + len(run)]) == run:
+                    hit[i : i + len(run)] = [True] * len(run)
         out, at, runs, i = [], 0, 0, 0
         while i < len(found):
             if not hit[i]:
@@ -113,8 +146,9 @@ class LogWords:
 
 
 def normalise(data: bytes) -> str:
-    """Text with any BOM dropped, line endings unified and trailing space removed."""
-    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    """Text with any BOM dropped, line endings unified and trailing space removed; NUL characters
+    dropped (UTF-16 text read as UTF-8 is its letters with a NUL between them)."""
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\x00", "")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
@@ -140,7 +174,9 @@ class ForbiddenFile:
     lines: dict[str, int] = field(default_factory=dict)
     mass: int = 0
     grams: set[Gram] = field(default_factory=set)
-    """Its runs of words (``line_grams``): what an excerpt of it holds."""
+    """Its runs of words (``line_grams``): what an excerpt of it holds ..."""
+    runs: set[Gram] = field(default_factory=set)
+    """... and its lines' words (``line_runs``)."""
 
     def matches(self, text: str, reviewed: bool = False) -> bool:
         """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it.
@@ -170,7 +206,13 @@ def forbid(path: Path) -> ForbiddenFile | None:
     lines = distinctive(text)
     digest = hashlib.sha256(text.encode()).hexdigest()
     return ForbiddenFile(
-        real, (stat.st_dev, stat.st_ino), digest, lines, sum(lines.values()), line_grams(text)
+        real,
+        (stat.st_dev, stat.st_ino),
+        digest,
+        lines,
+        sum(lines.values()),
+        line_grams(text),
+        line_runs(text),
     )
 
 

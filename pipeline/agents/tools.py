@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic_ai import RunContext, Tool
 
-from pipeline.agents.confine import ForbiddenFile, Gram, Private, grams, holds_excerpt, normalise
+from pipeline.agents.confine import ForbiddenFile, LogWords, Private, normalise
 from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
@@ -69,7 +69,7 @@ class ToolContext:
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
     _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
-    _log_only: set[Gram] | None = None
+    _log_only: LogWords | None = None
 
     _writes: dict[Path, Path] = field(default_factory=dict)
     """Each writable file's real path and the path it is written at (a link there is refused)."""
@@ -120,19 +120,20 @@ class ToolContext:
             except OSError:
                 return False
             copy = any(item.matches(text, reviewed) for item in self.forbidden)
-            self._seen[key] = copy or (not reviewed and holds_excerpt(text, self.log_only()))
+            self._seen[key] = copy or (not reviewed and self.log_only().held_by(text))
         return self._seen[key]
 
-    def log_only(self) -> set[Gram]:
-        """The log's runs of words that the design under review does not share (an excerpt)."""
+    def log_only(self) -> LogWords:
+        """The log's words that the design under review does not share (what an excerpt holds)."""
         if self._log_only is None:
-            shared: set[Gram] = set()
-            for path in self.reviewed:
+            shared: list[str] = []
+            for path in sorted(self.reviewed):
                 try:
-                    shared |= grams(normalise(path.read_bytes()))
+                    shared.append(normalise(path.read_bytes()))
                 except OSError:
                     continue
-            self._log_only = set().union(*(item.grams for item in self.forbidden)) - shared
+            grams = [item.grams for item in self.forbidden]
+            self._log_only = LogWords.parts(grams, [item.runs for item in self.forbidden], shared)
         return self._log_only
 
     def confine(self, raw: str) -> Path:

@@ -159,8 +159,16 @@ def review(
     from pipeline.cli.fast import resolve
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
+    from pipeline.formats.textio import read_text
     from pipeline.runs.lock import holder_for, holding, run_lock
-    from pipeline.runs.preflight import REVIEW, check_links, check_reviews, check_run_space, check_runs_dir
+    from pipeline.runs.preflight import (
+        REVIEW,
+        check_inputs,
+        check_links,
+        check_reviews,
+        check_run_space,
+        check_runs_dir,
+    )
 
     part = _parse_slice(slice_)
     d = open_design_dir(resolve(directory) or directory)
@@ -187,6 +195,9 @@ def review(
             file=target,
             hint="pass a draft inside the repository",
         )
+    check_inputs(d, REVIEW)  # the designs, the plan, the track files and the review log
+    if target is not None and target.is_file():
+        read_text(target, what="draft")
     # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
     with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
         run = asyncio.run(

@@ -79,9 +79,10 @@ def _present(batch: Batch) -> None:
 
     console = Console()
     console.print(_table(batch))
+    errors = Console(stderr=True, soft_wrap=True)  # whole lines, on stderr: a CI log shows each error
     for row in batch.rows:
         if row.message and (row.action in ("bad", "busy") or (row.exit_code or 0) >= 2):
-            console.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
+            errors.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     console.print(

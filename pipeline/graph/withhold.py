@@ -39,7 +39,7 @@ def log_words(d: DesignDir) -> LogWords | None:
 def withhold_log_words(d: DesignDir, entry: MutationEntry) -> tuple[MutationEntry, list[str]]:
     """``entry`` without the research log's own words, and its lines that had any, as they were."""
     words = log_words(d)
-    if words is None or not words.log_only:
+    if not words:
         return entry, []
     withheld: list[str] = []
 
