@@ -217,6 +217,56 @@ def forbid(path: Path) -> ForbiddenFile | None:
 
 
 @dataclass(slots=True)
+class LogGuard:
+    """Whether a file holds the research log, for a cold role: the log by name, real path and
+    inode, or any file whose text is the log's (``ForbiddenFile.matches``) or holds an excerpt
+    of it the design under review (``reviewed``) does not (``LogWords``)."""
+
+    forbidden: list[ForbiddenFile]
+    reviewed: frozenset[Path]
+    _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
+    _log_only: LogWords | None = None
+
+    def holds(self, real: Path) -> bool:
+        if not self.forbidden:
+            return False
+        if real.name == "research-log.md":
+            return True
+        try:
+            stat = real.stat()
+        except OSError:
+            return False
+        if any(real == item.path or (stat.st_dev, stat.st_ino) == item.inode for item in self.forbidden):
+            return True
+        return real.is_file() and self._holds_text(real, stat)
+
+    def _holds_text(self, real: Path, stat: os.stat_result) -> bool:
+        reviewed = real in self.reviewed
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
+        if key not in self._seen:
+            try:
+                text = normalise(real.read_bytes())
+            except OSError:
+                return False
+            copy = any(item.matches(text, reviewed) for item in self.forbidden)
+            self._seen[key] = copy or (not reviewed and self.log_only().held_by(text))
+        return self._seen[key]
+
+    def log_only(self) -> LogWords:
+        """The log's words that the design under review does not share (what an excerpt holds)."""
+        if self._log_only is None:
+            shared: list[str] = []
+            for path in sorted(self.reviewed):
+                try:
+                    shared.append(normalise(path.read_bytes()))
+                except OSError:
+                    continue
+            grams = [item.grams for item in self.forbidden]
+            self._log_only = LogWords.parts(grams, [item.runs for item in self.forbidden], shared)
+        return self._log_only
+
+
+@dataclass(slots=True)
 class LogVersions:
     """Every version of a research log seen in this process: a copy or a link made before the
     log was rewritten (a rewrite gives it a new inode and new text) stays recognised."""

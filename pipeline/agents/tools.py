@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic_ai import RunContext, Tool
 
-from pipeline.agents.confine import ForbiddenFile, LogWords, Private, normalise
+from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
 from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
@@ -68,8 +68,7 @@ class ToolContext:
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
-    _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
-    _log_only: LogWords | None = None
+    _guard: LogGuard | None = None
 
     _writes: dict[Path, Path] = field(default_factory=dict)
     """Each writable file's real path and the path it is written at (a link there is refused)."""
@@ -99,42 +98,9 @@ class ToolContext:
 
     def holds_log(self, real: Path) -> bool:
         """For a cold role, the research log by path, inode or content (private paths aside)."""
-        if not self.forbidden:
-            return False
-        if real.name == "research-log.md":
-            return True
-        try:
-            stat = real.stat()
-        except OSError:
-            return False
-        if any(real == item.path or (stat.st_dev, stat.st_ino) == item.inode for item in self.forbidden):
-            return True
-        return real.is_file() and self._holds_the_log(real, stat)
-
-    def _holds_the_log(self, real: Path, stat: os.stat_result) -> bool:
-        reviewed = real in self.reviewed
-        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
-        if key not in self._seen:
-            try:
-                text = normalise(real.read_bytes())
-            except OSError:
-                return False
-            copy = any(item.matches(text, reviewed) for item in self.forbidden)
-            self._seen[key] = copy or (not reviewed and self.log_only().held_by(text))
-        return self._seen[key]
-
-    def log_only(self) -> LogWords:
-        """The log's words that the design under review does not share (what an excerpt holds)."""
-        if self._log_only is None:
-            shared: list[str] = []
-            for path in sorted(self.reviewed):
-                try:
-                    shared.append(normalise(path.read_bytes()))
-                except OSError:
-                    continue
-            grams = [item.grams for item in self.forbidden]
-            self._log_only = LogWords.parts(grams, [item.runs for item in self.forbidden], shared)
-        return self._log_only
+        if self._guard is None:
+            self._guard = LogGuard(self.forbidden, self.reviewed)
+        return self._guard.holds(real)
 
     def confine(self, raw: str) -> Path:
         """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files.

@@ -216,6 +216,26 @@ async def execute(
             run.session.runtime.cache.close()
 
 
+async def _saved(
+    run: OpenRun, graph: Any, saver: Saver, config: RunnableConfig
+) -> tuple[Any, Any, RunState | EditState | None]:
+    """The run's last checkpoint, the graph's snapshot of it and the state it holds."""
+    saved = await saver.aget_tuple(config)
+    # Check the format before LangGraph reads the state into RunState for its next tasks.
+    values = saved.checkpoint["channel_values"] if saved else {}
+    if _stale(values):
+        raise predates(run.run_id, values.get("format", 1))
+    try:
+        snapshot = await graph.aget_state(config)
+    except ValidationError as exc:
+        raise _unreadable(run, exc) from None
+    # A checkpoint that holds only the pending input (the run stopped before its first step was
+    # saved: a kill, a full disk) holds no state: the run starts from its input.
+    if not any(not k.startswith("__") for k in values):
+        return saved, snapshot, None
+    return saved, snapshot, _state(run, dict(snapshot.values or {}))
+
+
 def _after_full_disk(run: OpenRun, store: RunStore, full: OutOfSpace) -> OutOfSpace:
     """A run the disk filled under: one with a checkpoint stays resumable (the message says how);
     one without is removed whole, leaving nothing behind (run it again once there is room)."""
@@ -273,19 +293,7 @@ async def _execute(
         "recursion_limit": 400,
     }
     graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
-    saved = await saver.aget_tuple(config)
-    # Check the format before LangGraph reads the state into RunState for its next tasks.
-    values = saved.checkpoint["channel_values"] if saved else {}
-    if _stale(values):
-        raise predates(run.run_id, values.get("format", 1))
-    try:
-        snapshot = await graph.aget_state(config)
-    except ValidationError as exc:
-        raise _unreadable(run, exc) from None
-    # A checkpoint that holds only the pending input (the run stopped before its first step was
-    # saved: a kill, a full disk) holds no state: the run starts from its input.
-    holds_state = any(not k.startswith("__") for k in values)
-    state = _state(run, dict(snapshot.values or {})) if holds_state else None
+    saved, snapshot, state = await _saved(run, graph, saver, config)
     for item in state.usage if state else []:
         deps.runtime.ledger.add(item.round, item.role, item.usage)
     graph_input: Any = None
