@@ -3,6 +3,7 @@ of the repository, never replaced silently (docs/formats.md, "Links")."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -187,3 +188,33 @@ def test_atomic_write_refuses_links_and_linked_directories(tmp_path: Path) -> No
     atomic_write(repo / "alias" / "ok.md", "fine\n")
     assert (repo / "real" / "ok.md").read_text() == "fine\n"
     check_write_target(repo / "real" / "ok.md")
+
+
+def test_a_runs_directory_linked_out_of_the_repository_is_refused(repo: DesignDir, tmp_path: Path) -> None:
+    """A checked-in ``runs`` link: designloop would write its runs where nobody named them."""
+    outside = tmp_path / "outside-runs"
+    outside.mkdir()
+    (repo.repo_root / "runs").symlink_to(outside)
+    before = snapshot(tmp_path)
+    result = run_cli(["create", str(repo.root)])
+    assert result.code == ExitCode.BAD_INPUT and "runs directory leads outside" in result.err, result.err
+    assert "what to do:" in result.err and snapshot(tmp_path) == before
+    assert not any(outside.iterdir())
+    # Named outright (its own path), a runs directory outside the repository is the user's choice.
+    assert run_cli(["create", str(repo.root), "--runs-dir", str(outside), "--json"]).code == 0
+
+
+def test_report_and_sarif_outputs_never_go_through_a_link(repo: DesignDir, tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    (repo.repo_root / "findings.sarif").symlink_to(outside)
+    result = run_cli(
+        ["batch", "create", str(repo.root), "--sarif", "findings.sarif", "--runs-dir", str(tmp_path / "r")]
+    )
+    assert result.code == ExitCode.BAD_INPUT and "symbolic link" in result.err, result.err
+    assert outside.read_bytes() == PRECIOUS
+    run = run_cli(["create", str(repo.root), "--runs-dir", str(tmp_path / "r"), "--json"])
+    run_id = json.loads(run.out)["run_id"]
+    (repo.repo_root / "reports").symlink_to(outside.parent)
+    result = run_cli(["report", run_id, "--out", "reports", "--runs-dir", str(tmp_path / "r")])
+    assert result.code == ExitCode.BAD_INPUT and "outside the repository" in result.err, result.err
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["precious.txt"]

@@ -92,3 +92,28 @@ def test_a_log_with_nothing_to_write_from_spends_no_round(log: str, tmp_path: Pa
     assert result.code == ExitCode.BAD_INPUT, result.err + result.out[-300:]
     assert "research log" in result.err and "what to do:" in result.err
     assert snapshot(tmp_path) == before
+
+
+def test_an_override_that_is_not_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    (d.repo_root / ".designloop" / "prompts" / "house-style.md").mkdir(parents=True)
+    before = snapshot(tmp_path)
+    result = run_cli(["create", str(d.root), "--runs-dir", str(tmp_path / "runs")])
+    assert result.code == ExitCode.BAD_INPUT and "is a directory" in result.err, result.err
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo"])
+def test_a_content_file_that_never_ends_is_refused(source: str, tmp_path: Path) -> None:
+    import os
+
+    d = make_repo(tmp_path)
+    path = Path(source)
+    if source == "fifo":
+        path = tmp_path / "pipe.md"
+        os.mkfifo(path)
+    before = snapshot(d.repo_root)
+    args = ["edit", str(d.root), "--kind", "structural-rewrite", "--content", str(path)]
+    result = run_cli([*args, "--runs-dir", str(tmp_path / "runs")])
+    assert result.code == ExitCode.BAD_INPUT and "not a regular file" in result.err, result.err
+    assert snapshot(d.repo_root) == before

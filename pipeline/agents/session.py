@@ -12,10 +12,11 @@ from pipeline.agents.cache import LazyCache, RetryPolicy
 from pipeline.agents.models import check_spec
 from pipeline.agents.readable import byproducts, store_dirs
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
-from pipeline.agents.roles import RoleDef, instructions_for, load_prompt, load_roles
+from pipeline.agents.roles import OVERRIDE_DIR, RoleDef, instructions_for, load_prompt, load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
+from pipeline.formats.textio import enclosing_repository, read_text
 from pipeline.settings import (
     CACHE_DIR,
     Limits,
@@ -96,6 +97,24 @@ def check_prompts(roles: dict[str, RoleDef], repo_root: Path) -> None:
     for role in roles.values():
         instructions_for(role, repo_root)
     load_prompt("spawn.md", repo_root)
+    for kind in ("agents", "prompts"):  # every override (the stamp's digest reads them all)
+        folder = repo_root / OVERRIDE_DIR / kind
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            read_text(path, what=f"{kind[:-1]} override")
+
+
+def check_runs_link(given: Path) -> None:
+    """A runs directory inside the repository that leads out of it through a link (a checked-in
+    ``runs`` link, say) is refused: designloop would write its runs where nobody named.
+    ``--runs-dir`` naming a place outside the repository is the user's choice, and fine."""
+    repo = enclosing_repository(given)
+    real = given.resolve()
+    if repo is not None and given != real and not real.is_relative_to(repo.resolve()):
+        raise InputError(
+            f"the runs directory leads outside the repository (to {real}) through a symbolic link",
+            file=given,
+            hint=f"pass --runs-dir {real} if runs belong there, or remove the link",
+        )
 
 
 def open_session(repo_root: Path, options: SessionOptions) -> Session:
@@ -120,7 +139,9 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         check_spec(spec)
     if options.base_url is None and any(s.startswith("openai") for s in specs.values()):
         check_base_url(os.environ.get("OPENAI_BASE_URL") or None, "OPENAI_BASE_URL")
-    runs_dir = (options.runs_dir or default_runs_dir(repo_root)).resolve()
+    given = options.runs_dir or default_runs_dir(repo_root)
+    check_runs_link(Path(os.path.abspath(given)))
+    runs_dir = given.resolve()
     runtime = Runtime(
         repo_root=repo_root,
         roles=roles,

@@ -160,11 +160,14 @@ def check_session(root: Path, session: Any) -> None:
 
 
 def _check_sarif(sarif: Path | None) -> Path | None:
+    from pipeline.formats.textio import check_write_target
     from pipeline.runs.preflight import writable_file
 
     if sarif is None:
         return None
-    target = (Path.cwd() / sarif).resolve() if not sarif.is_absolute() else sarif.resolve()
+    given = Path.cwd() / sarif if not sarif.is_absolute() else sarif
+    check_write_target(given)  # never through a link, nor into a linked directory leading out
+    target = given.resolve()
     writable_file(target, "--sarif", "name a file in an existing, writable directory")
     return target
 

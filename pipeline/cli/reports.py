@@ -31,10 +31,14 @@ def report(
     with --batch, a page with one row per design directory of a batch, linking each run's report."""
     from pipeline.agents.readable import record_byproducts
     from pipeline.errors import InputError
+    from pipeline.formats.textio import check_write_target
     from pipeline.runs.preflight import writable_dir
     from pipeline.settings import repo_root
 
     if out is not None:
+        given = out if out.is_absolute() else Path.cwd() / out
+        for name in ("report.html", "report.md"):  # never through a link, nor a linked directory leading out
+            check_write_target(given / name)
         writable_dir(out.resolve(), "--out", "name a directory to write report.html and report.md into")
     opened = open_store(store, runs_dir)
     try:

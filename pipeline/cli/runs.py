@@ -63,9 +63,14 @@ CodeRootOpt = Annotated[
 
 
 def runs_dir_of(runs_dir: Path | None) -> Path:
+    import os
+
+    from pipeline.agents.session import check_runs_link
     from pipeline.settings import default_runs_dir, repo_root
 
-    return (runs_dir or default_runs_dir(repo_root())).resolve()
+    given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
+    check_runs_link(given)
+    return given.resolve()
 
 
 def _waiting(directory: Path) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,9 +76,16 @@ def decode(data: bytes, path: Path) -> TextFile:
     return TextFile(path=path, text=text, newline=newline, bom=bom)
 
 
+MAX_INPUT = 64 << 20
+"""No design document, log or plan is larger: a bigger input is not one (or never ends)."""
+
+
 def read_text(path: Path, *, what: str = "file") -> TextFile:
-    """Read and decode ``path``, or raise an :class:`InputError` that says what to do."""
+    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. Only a
+    regular file is read (a FIFO or a device could block or never end), and one of at most
+    ``MAX_INPUT`` bytes."""
     try:
+        _regular(path, what)
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(
@@ -98,6 +106,24 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
             hint="check the path and the file's permissions",
         ) from None
     return decode(data, path)
+
+
+def _regular(path: Path, what: str) -> None:
+    info = path.stat()  # errors: the caller's except clauses name them
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
+            file=path,
+            hint="pass a text file",
+        )
+    if info.st_size > MAX_INPUT:
+        raise InputError(
+            f"{what} is {info.st_size} bytes, more than any design document ({MAX_INPUT} at most)",
+            file=path,
+            hint="pass the document itself",
+        )
 
 
 def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
