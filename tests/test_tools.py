@@ -131,6 +131,11 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     assert "The API limits how fast" in seen  # the Overview anchor
     assert "RateLimitMiddleware" in seen  # its own slice
     assert len(seen.splitlines()) == len(repo.design.read_text().splitlines())  # line numbers kept
+    numbered = seen.splitlines()
+    assert numbered[section - 1] == f"{section}\t## Buckets per tenant and route"
+    assert numbered[section + 20] == f"{section + 21}\t" or numbered[section + 20].startswith(
+        f"{section + 21}\t#"
+    )
     assert "Secret" not in grep(ctx, "Secret", params.target_path)  # type: ignore[arg-type]
     assert read(ctx, "code/ratelimit/store.py").startswith("refused:")  # type: ignore[arg-type]
-    assert read(ctx, str(spawn.params_path)).startswith("{")  # type: ignore[arg-type]
+    assert read(ctx, str(spawn.params_path)).startswith("1\t{")  # type: ignore[arg-type]

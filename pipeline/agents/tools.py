@@ -28,7 +28,7 @@ from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
-from pipeline.formats.paging import cut_note, page_note
+from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.textio import atomic_write
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
@@ -139,7 +139,7 @@ class ToolContext:
             return text
         return "".join(
             line if number in lines else ("\n" if line.endswith("\n") else "")
-            for number, line in enumerate(text.splitlines(keepends=True), start=1)
+            for number, line in enumerate(file_lines(text), start=1)
         )
 
     def rel(self, path: Path) -> str:
@@ -163,9 +163,11 @@ def _refusal(exc: Refused) -> str:
 def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
     """Read a text file in the repository (a directory lists its entries).
 
-    `offset` is the first line (1-based); `limit` caps the number of lines. One call returns
-    at most 400,000 characters of whole lines; a result that is not the whole file ends with
-    a note `[lines X-Y of N; call again with offset=...]`.
+    Each line comes back as `<number>\t<text>`: the file's own line number (1-based), a tab,
+    then the line exactly as the file has it. Cite that number as a finding's `line` and copy a
+    `quote` from the text after the tab. `offset` is the first line (1-based); `limit` caps the
+    number of lines. One call returns at most 400,000 characters of whole lines; a result that
+    is not the whole file ends with a note `[lines X-Y of N; call again with offset=...]`.
     """
     deps = ctx.deps
     try:
@@ -186,7 +188,11 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return f"error: {path}: no such file"
     data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
-    lines = data.splitlines(keepends=True)
+    return _page(file_lines(data), offset, limit)
+
+
+def _page(lines: list[str], offset: int, limit: int | None) -> str:
+    """Numbered whole lines from ``offset`` up to the page size, and the note when partial."""
     total = len(lines)
     start = max(1, offset) - 1
     stop = min(total, start + limit) if limit and limit > 0 else total
@@ -195,12 +201,13 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
             "" if total == 0 and start == 0 else f"[no lines from offset={start + 1}; the file has {total}]"
         )
     taken, size = start, 0
-    while taken < stop and size + len(lines[taken]) <= MAX_READ_CHARS:
-        size += len(lines[taken])
+    while taken < stop and size + len(lines[taken]) + len(f"{taken + 1}\t") <= MAX_READ_CHARS:
+        size += len(lines[taken]) + len(f"{taken + 1}\t")
         taken += 1
     if taken == start:  # one line longer than a whole page: return it cut, and say so
-        return lines[start][:MAX_READ_CHARS].rstrip("\n") + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
-    text = "".join(lines[start:taken])
+        cut = numbered([lines[start][:MAX_READ_CHARS].rstrip("\n")], start + 1)
+        return cut + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
+    text = numbered(lines[start:taken], start + 1)
     if start == 0 and taken == total:
         return text
     return text + ("" if text.endswith("\n") else "\n") + page_note(start + 1, taken, total)
@@ -240,7 +247,8 @@ def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str 
             text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(file_lines(text), start=1):
+            line = line.removesuffix("\n")
             if regex.search(line):
                 out.append(f"{rel}:{number}:{line}")
                 if len(out) >= MAX_MATCHES:
