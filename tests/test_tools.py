@@ -91,6 +91,28 @@ def test_bash_allow_list(repo) -> None:  # type: ignore[no-untyped-def]
     assert "refill" in bash(ctx, "grep -rn refill code")  # type: ignore[arg-type]
 
 
+def test_a_listed_command_that_is_not_installed_says_so(repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    monkeypatch.setenv("PATH", str(repo.repo_root / "no-such-bin"))
+    out = bash(ctx, "rg -n refill code")  # type: ignore[arg-type]
+    assert out.startswith("error: rg is not installed on this machine")
+    assert "grep" in out and "Grep tool" in out
+    assert "No such file" not in out
+
+
+def test_grep_and_glob_skip_version_control(repo) -> None:  # type: ignore[no-untyped-def]
+    git = repo.repo_root / ".git"
+    (git / "objects").mkdir(parents=True, exist_ok=True)
+    (git / "COMMIT_EDITMSG").write_text("refill the bucket\n")
+    (git / "objects" / "refill.md").write_text("refill\n")
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    shell = bash(ctx, "grep -rn refill .")  # type: ignore[arg-type]
+    assert "code/" in shell and ".git/" not in shell
+    assert ".git/" not in bash(ctx, "grep -rln refill")  # type: ignore[arg-type]
+    assert ".git" not in grep(ctx, "refill")  # type: ignore[arg-type]
+    assert ".git" not in glob_files(ctx, "**/*.md") and ".git" not in glob_files(ctx, ".git/*")  # type: ignore[arg-type]
+
+
 def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
     ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, code_root=repo.code_root))
     assert psi(ctx, "TokenBucket.take") == "method TokenBucket.take at code/ratelimit/bucket.py:36"  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import fnmatch
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from pydantic_ai import RunContext, Tool
 from pipeline.agents.confine import ForbiddenFile, Private, normalise
 from pipeline.agents.psi import CodeIndex, build_index
 from pipeline.agents.readable import walk
-from pipeline.agents.shell import ShellRefusal, plan_command
+from pipeline.agents.shell import ShellRefusal, not_installed, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.textio import atomic_write
@@ -330,6 +331,8 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         "GIT_PAGER": "cat",
         "PAGER": "cat",
     }
+    if shutil.which(argv[0], path=env["PATH"]) is None:
+        return f"error: {not_installed(argv[0])}"
     try:
         done = subprocess.run(
             argv,
