@@ -118,7 +118,10 @@ def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
     assert psi(ctx, "TokenBucket.take") == "method TokenBucket.take at code/ratelimit/bucket.py:36"  # type: ignore[arg-type]
     assert "def bucket_key(tenant: str, route: str) -> str" in psi(ctx, "bucket_key", "signature")  # type: ignore[arg-type]
     assert "code/ratelimit/middleware.py" in psi(ctx, "bucket_key", "references")  # type: ignore[arg-type]
-    assert psi(ctx, "NoSuchThing").startswith("no definition")  # type: ignore[arg-type]
+    assert psi(ctx, "NoSuchThing") == (  # type: ignore[arg-type]
+        "no definition of NoSuchThing, and the name appears nowhere under the code root (python 5 files)"
+    )
+    assert psi(ctx, "self").startswith("no definition of self; the name appears on ")  # type: ignore[arg-type]
     assert psi(ctx, "ratelimit/store.py", "file") == "code/ratelimit/store.py"  # type: ignore[arg-type]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic_ai import RunContext, Tool
 
 from pipeline.agents.confine import ForbiddenFile, Private, normalise
-from pipeline.agents.psi import CodeIndex, build_index
+from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, not_installed, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
@@ -353,27 +353,16 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
 
 
 def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
-    """Look up code by name. kind: definition, signature, references, file (a path suffix), or
-    sources (which source files PSI reads under the code root; query is ignored)."""
+    """Look up code by name under the code root. kind: definition (where a class, function,
+    method, type or variable is defined; `Outer.name` or a bare name), signature, references
+    (every use, as `file:line:text`), file (files whose path ends with the query), or sources
+    (which languages PSI read; query is ignored). Source files in a language PSI has no
+    grammar for are searched as text, and such results say `text match`. When a definition is
+    not found, the answer says whether the name appears anywhere under the code root."""
     index = ctx.deps.index()
     if kind == "sources":
         return f"{index.describe_sources()} under {ctx.deps.rel(index.root_under)}"
-    if kind == "file":
-        files = index.find_files(query)
-        return "\n".join(files) if files else f"no file matches {query}"
-    if kind == "references":
-        refs = index.references_to(query)
-        return (
-            "\n".join(f"{r.file}:{r.line}:{r.text}" for r in refs[:MAX_MATCHES])
-            or f"no references to {query}"
-        )
-    symbols = index.definitions(query)
-    if not symbols:
-        unread = "" if index.sources else f" ({index.describe_sources()} under the code root)"
-        return f"no definition of {query}{unread}"
-    if kind == "signature":
-        return "\n".join(f"{s.file}:{s.line}: {s.signature}" for s in symbols)
-    return "\n".join(f"{s.kind} {s.qualified} at {s.file}:{s.line}" for s in symbols)
+    return answer(index, query, kind, MAX_MATCHES)
 
 
 ToolFunction = Callable[..., str]
