@@ -21,6 +21,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic_ai import RunContext, Tool
 
@@ -157,6 +158,9 @@ class ToolContext:
         return self._index
 
 
+PsiKind = Literal["definition", "signature", "references", "file", "sources"]
+
+
 def _refusal(exc: Refused) -> str:
     return f"refused: {exc}"
 
@@ -164,11 +168,15 @@ def _refusal(exc: Refused) -> str:
 def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
     """Read a text file in the repository (a directory lists its entries).
 
-    Each line comes back as `<number>\t<text>`: the file's own line number (1-based), a tab,
-    then the line exactly as the file has it. Cite that number as a finding's `line` and copy a
-    `quote` from the text after the tab. `offset` is the first line (1-based); `limit` caps the
-    number of lines. One call returns at most 400,000 characters of whole lines; a result that
-    is not the whole file ends with a note `[lines X-Y of N; call again with offset=...]`.
+    Each line comes back as its number, a tab, then the line exactly as the file has it: the
+    number is the file's own (1-based), to cite as a finding's `line`; copy a `quote` from the
+    text after the tab. A result that is not the whole file ends with a note
+    `[lines X-Y of N; call again with offset=...]`.
+
+    Args:
+        path: the file or directory, relative to the repository root
+        offset: the first line to return (1-based)
+        limit: at most this many lines
     """
     deps = ctx.deps
     try:
@@ -230,7 +238,13 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
 
 
 def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search files for a regular expression. Returns `file:line:text` lines (at most 200)."""
+    """Search files for a regular expression. Returns `file:line:text` lines (at most 200).
+
+    Args:
+        pattern: the regular expression
+        path: a file or directory to search, relative to the repository root
+        glob: only files whose path or name matches this glob
+    """
     deps = ctx.deps
     try:
         base = deps.confine(path)
@@ -352,13 +366,17 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
     return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
 
 
-def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
-    """Look up code by name under the code root. kind: definition (where a class, function,
-    method, type or variable is defined; `Outer.name` or a bare name), signature, references
-    (every use, as `file:line:text`), file (files whose path ends with the query), or sources
-    (which languages PSI read; query is ignored). Source files in a language PSI has no
-    grammar for are searched as text, and such results say `text match`. When a definition is
-    not found, the answer says whether the name appears anywhere under the code root."""
+def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
+    """Look up code by name under the code root. Files in a language PSI has no grammar for are
+    searched as text (those results say `text match`). A missed definition says whether the
+    name appears anywhere under the code root.
+
+    Args:
+        query: a name (`take`), a qualified name (`Bucket.take`), or a path ending for `file`
+        kind: definition (where it is defined), signature, references (every use, as
+            `file:line:text`), file (files whose path ends with the query), or sources (which
+            languages PSI read; the query is ignored)
+    """
     index = ctx.deps.index()
     if kind == "sources":
         return f"{index.describe_sources()} under {ctx.deps.rel(index.root_under)}"

@@ -39,13 +39,17 @@ class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     severity: Severity
-    section: str | None = None
-    line: int | None = Field(default=None, ge=1)
-    quote: str | None = None
-    rule: str = Field(min_length=1)
-    message: str = Field(min_length=1)
-    suggested_fix: str = ""
-    decision_shaped: bool = False
+    section: str | None = Field(default=None, description="the heading text of the section it is in")
+    line: int | None = Field(
+        default=None, ge=1, description="the line number the read tool shows before the tab (1-based)"
+    )
+    quote: str | None = Field(
+        default=None, description="words copied exactly from that line's text after the tab"
+    )
+    rule: str = Field(min_length=1, description="the rule ID")
+    message: str = Field(min_length=1, description="what is wrong")
+    suggested_fix: str = Field(default="", description="the concrete change")
+    decision_shaped: bool = Field(default=False, description="true only where the procedure says so")
     file: SkipJsonSchema[str | None] = None
     """The reviewed file, as the orchestrator shows it (relative to the repository root)."""
     auto_applicable: SkipJsonSchema[bool] = False
