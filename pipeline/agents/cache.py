@@ -180,16 +180,30 @@ class RequestCache(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(slots=True)
+class InFlight:
+    """Requests being asked now, by cache key: an identical one waits for that answer instead
+    of asking again. One registry serves every role of a run, and every run of a batch (the
+    first turn of each role is the same request in every directory)."""
+
+    pending: dict[str, asyncio.Future[bytes]] = field(default_factory=dict)
+
+
 class CachedModel(WrapperModel):
     """A model whose every request is content-keyed, cached and retried."""
 
-    def __init__(self, wrapped: Model, cache: RequestCache | None, policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        wrapped: Model,
+        cache: RequestCache | None,
+        policy: RetryPolicy | None = None,
+        inflight: InFlight | None = None,
+    ) -> None:
         super().__init__(wrapped)
         self.cache = cache
         self.policy = policy or RetryPolicy()
-        self._inflight: dict[str, asyncio.Future[bytes]] = {}
-        """Requests being asked now: an identical one (the first turn of every spawn in a
-        fan-out) waits for that answer instead of asking again."""
+        self._inflight = (inflight or InFlight()).pending
+        """Requests being asked now (shared with every model of the registry handed in)."""
 
     @property
     def model_name(self) -> str:

@@ -18,7 +18,15 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.models import Model
 
-from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RequestCache, RetryPolicy
+from pipeline.agents.cache import (
+    ATTEMPT,
+    RECORDER,
+    CachedModel,
+    CallLog,
+    InFlight,
+    RequestCache,
+    RetryPolicy,
+)
 from pipeline.agents.confine import LogVersions, Private
 from pipeline.agents.models import build_model, describe_failure, settings_for
 from pipeline.agents.resolve import OFFLINE
@@ -91,6 +99,8 @@ class Runtime:
     http_client: Any = None
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     model_overrides: dict[str, Model] = field(default_factory=dict)
+    inflight: InFlight = field(default_factory=InFlight)
+    """Requests being asked now: shared by every role, and by every run of a batch."""
     bash_timeout: float = 10.0
     private_dirs: tuple[Path, ...] = ()
     """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
@@ -117,7 +127,7 @@ class Runtime:
                 base = offline_model(role)
             else:
                 base = self.provider_model(spec)
-            self._models[role] = CachedModel(base, self.cache, self.policy)
+            self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)
         return self._models[role]
 
     def tool_context(
