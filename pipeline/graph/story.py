@@ -182,12 +182,15 @@ def findings_json(state: RunState | EditState, remaining: list[Finding]) -> list
     groups: dict[tuple[str, tuple[object, ...]], list[Raised]] = {}
     for x in found:
         groups.setdefault((x.role, subject(x.finding)), []).append(x)
+    standing = {subject(f): f for f in remaining}
+    """What the outcome kept of an open finding (annotated, merged): it is what stands."""
     out: list[dict[str, Any]] = []
-    for (role, _key), items in groups.items():
+    for (role, key), items in groups.items():
         last = items[-1]
         fate = _fate(last, found, ran, open_keys, state.round)
+        base = standing.get(key, last.finding) if fate == "open" else last.finding
         out.append(
-            last.finding.to_json()
+            base.to_json()
             | {
                 "role": role,
                 "rounds": sorted({x.round for x in items}),
