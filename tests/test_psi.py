@@ -174,3 +174,9 @@ def test_any_other_text_file_answers_definitions_and_references_as_text(tmp_path
     refs = {(r.file, r.line, r.exact) for r in index.references_to("refill")}
     assert refs == {("src/Limit.pm", 3, False), ("src/Limit.pm", 6, False), ("src/Makefile", 3, False)}
     assert index.describe_sources() == "text 3 files"
+
+
+def test_a_name_that_starts_with_a_dot_is_looked_up_whole(tmp_path: Path) -> None:
+    write(tmp_path / "bin" / "find-dir", "#!/bin/bash\nif [ -f .adr-dir ]; then cat .adr-dir; fi\n")
+    index = build_index(tmp_path, tmp_path / "bin")
+    assert [(r.file, r.line) for r in index.references_to(".adr-dir")] == [("bin/find-dir", 2)] * 2

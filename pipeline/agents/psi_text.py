@@ -60,8 +60,8 @@ def bare_name(query: str) -> tuple[str, str]:
     """A query as (qualifier, name): ``Bucket.take`` is ("Bucket", "take")."""
     query = query.strip().strip("`").removesuffix("()")
     for sep in ("::", "->", ".", ":"):
-        if sep in query:
-            head, _, name = query.rpartition(sep)
+        head, found, name = query.rpartition(sep)
+        if found and head.strip(sep) and name:  # `.adr-dir` and `config.` are names, not Outer.name
             return head, name
     return "", query
 
