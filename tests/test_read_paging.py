@@ -112,3 +112,16 @@ def test_a_design_that_cannot_be_read_whole_is_a_blocker_not_a_pass(
     assert result.results[0].status == "ok" and review is not None
     assert review.verdict == "NEEDS REVISION"
     assert [f.rule for f in review.findings if f.severity == "blocker"] == ["unreadable-input"]
+
+
+def test_the_offline_engine_reads_through_the_numbers_and_refuses_wrong_ones() -> None:
+    from pipeline.offline.observe import Observations, Unreadable, call_id
+    from pipeline.offline.pages import read_whole
+
+    def seen(result: str) -> Observations:
+        cid = call_id("read", {"path": "d.md"})
+        return Observations(results={cid: result}, instructions="", available=frozenset({"read"}))
+
+    assert read_whole(seen("1\t# T\n2\t\n3\tbody\n"), "d.md") == "# T\n\nbody\n"
+    with pytest.raises(Unreadable, match="line 2 of a Read result does not start with '2\\\\t'"):
+        read_whole(seen("1\t# T\n3\tbody\n"), "d.md")
