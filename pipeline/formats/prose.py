@@ -32,6 +32,8 @@ MASK = "\ue000"
 """Stands in for each character that is not prose (a private-use character: no word, no space)."""
 
 REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\]]+)\]:\s*(?P<url>\S+)")
+ALERT_RE = re.compile(r"^\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]", re.IGNORECASE)
+"""GitHub's alert marker opening a block quote (``> [!NOTE]``): markup, not prose."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +222,9 @@ def _block(
     for index in bad_lines:  # a line that cannot be located exactly is not prose
         for at in range(starts[index], starts[index] + len(texts[index])):
             masked[at] = True
+    alert = ALERT_RE.match(text) if extra.get("in_quote") else None
+    if alert:
+        masked[: alert.end()] = [True] * alert.end()
     prose = "".join(MASK if m else c for c, m in zip(text, masked, strict=True))
     if not prose.strip(" \n" + MASK):
         return None

@@ -80,6 +80,27 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
     return found
 
 
+PLAIN_DEFINITION_RE = (
+    r"(?:(?:an?|the)\s+)?(?P<term>{terms})s?\s+(?:is|are|means|refers\s+to|denotes)\s+(?:an?|the|one|any)\s"
+)
+
+
+def plain_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
+    """Where a sentence first defines a term in plain words, "A preload realm is an isolated
+    context ...": a term so defined is defined there, whatever bold restates it later."""
+    if not terms:
+        return {}
+    alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in sorted(terms, key=len, reverse=True))
+    pattern = re.compile(PLAIN_DEFINITION_RE.format(terms=alternatives), re.IGNORECASE)
+    found: dict[str, int] = {}
+    for block in view.paragraphs():
+        for start, _ in sentence_spans(block.prose):
+            match = pattern.match(block.prose, start)
+            if match:
+                found.setdefault(" ".join(match.group("term").lower().split()), block.line_at(start))
+    return found
+
+
 EXPLAINED_RE = re.compile(
     r"^[*_]*\s*(?:\(|[—–-]+\s*(?:i\.?e\.?|that is|meaning)\b|,\s*(?:i\.e\.|that is)\b)", re.I
 )
@@ -91,6 +112,9 @@ def term_order(view: ProseView, report: Report) -> None:
     defs = definitions(view)
     if not defs:
         return
+    for term, line in plain_definitions(view, list(defs)).items():
+        if line < defs[term][0]:
+            defs[term] = (line, next(b for b in view.blocks if b.start <= line <= b.end))
     overview = {n.lower() for n in lexicon().overview_names}
     alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
     pattern = re.compile(alternatives, re.IGNORECASE)
@@ -111,6 +135,8 @@ def term_order(view: ProseView, report: Report) -> None:
             use = block.line_at(match.start())
             if in_overview or defining is block or use >= line or ("cr-term-order", term) in report:
                 continue
+            if _glossary(view, block) and view.section_at(block.start) == view.section_at(defining.start):
+                continue  # a glossary entry naming another entry of the same glossary
             report.add(
                 "cr-term-order",
                 term,
@@ -132,7 +158,9 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
         spelled = acronyms.long_forms(block.prose)
         per_block.append(explicit | spelled | previous)
         previous = spelled
-        for token in explicit:  # "defined only later" needs an explicit definition
+        for token in acronyms.strong_definitions(block.prose):
+            # "Defined only later" points at an outright definition, never at a run of
+            # capitalised words that happens to spell the acronym.
             defined_at.setdefault(token, block.start)
     seen: set[str] = set()
     title = next((h.text for h in view.headings if h.level == 1), "")
@@ -261,6 +289,19 @@ def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str])
     return following.kind == "cell" or following.in_list
 
 
+NEXT_BLOCKS = 3
+
+
+def _next_describes(view: ProseView, index: int, subject: set[str]) -> bool:
+    """The blocks right after the pointer take up its subject: at least a third of its words,
+    and two or more ("is explained below." followed by the explanation)."""
+    near: set[str] = set()
+    for block in view.blocks[index + 1 : index + 1 + NEXT_BLOCKS]:
+        near |= content_words(block.prose)
+    shared = len(subject & near)
+    return shared >= 2 and shared * 3 >= len(subject)
+
+
 def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
     """ "Described below" whose subject never comes up again after it, wherever it sits."""
     skip = lexicon().pointer_words
@@ -270,7 +311,7 @@ def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], d
                 continue
             subject = _pointer_subject(block.prose, match.start(), match.end(), skip)
             later = sum(1 for w in subject if last.get(w, -1) > index)
-            if subject and later * 2 < len(subject):
+            if subject and later * 2 < len(subject) and not _next_describes(view, index, subject):
                 dangling(
                     block,
                     match.start(),

@@ -41,6 +41,8 @@ JOINT_LEAD = {
     "because": "This is because ",
 }
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|^\s*\*\*[^*]+\*\*\s*)$")
+PLAIN_WORD_RE = re.compile(r"[a-z]+(?:[-'’][a-z]+)*(?=[\s,;:.!?)]|$)")
+"""A plain lower-case word: the only kind a fix may capitalise (never "iOS", "gRPC", `code`)."""
 
 
 @dataclass(slots=True)
@@ -81,6 +83,13 @@ def _replace(ctx: Context, block: Block, start: int, end: int, text: str) -> boo
     return ctx.edits.replace(line, col, col + end - start, text)
 
 
+def _may_capitalise(text: str, at: int) -> bool:
+    """Whether the word at ``at`` may open a sentence as it is or with a capital: a plain word
+    or one that already starts with a capital; never "iOS", "gRPC" or "kOps"."""
+    first = text[at : at + 1]
+    return first == first.upper() or bool(PLAIN_WORD_RE.match(text, at))
+
+
 def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
     """Delete a word, keeping the sentence well-formed (capital, spacing, commas)."""
     text = block.text
@@ -89,7 +98,7 @@ def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
         stop = end
         while stop < len(text) and text[stop] in " ,":
             stop += 1
-        if stop < len(text) and text[stop] != "\n":
+        if stop < len(text) and text[stop] != "\n" and _may_capitalise(text, stop):
             return _replace(ctx, block, start, stop + 1, text[stop].upper())
         return False
     begin = start
@@ -120,17 +129,25 @@ def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
 
 
 def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
-    """An undefined acronym becomes a code span everywhere it is used (it names a thing the
-    document does not explain; a person or a model can spell it out instead)."""
+    """An acronym the document defines only after its first use is defined at its first use,
+    with the long form the later definition gives: "RDS" becomes "Relational Database
+    Service (RDS)". The acronym itself is never altered; one the document never spells out
+    is left for a person or a model (the long form is not the fixer's to invent)."""
     token = acronyms.base((f.get("quote") or "").strip())
     if not re.fullmatch(r"[A-Z][A-Z]+", token):
         return False
-    changed = False
+    long = next(
+        (d[token] for b in ctx.view.blocks if token in (d := acronyms.strong_definitions(b.prose))), None
+    )
+    if long is None:
+        return False
     for block in ctx.view.blocks:
         for use in acronyms.uses(block, ctx.lexicon):
             if use.token == token:
-                changed |= _replace(ctx, block, use.start, use.end, f"`{use.quote}`")
-    return changed
+                return _replace(ctx, block, use.start, use.start, f"{long} (") and _replace(
+                    ctx, block, use.end, use.end, ")"
+                )
+    return False
 
 
 def fix_aside(ctx: Context, f: dict[str, Any]) -> bool:
@@ -152,6 +169,75 @@ def fix_tldr(ctx: Context, f: dict[str, Any]) -> bool:
     spans = sentence_spans(body[0].prose)
     summary = " ".join(body[0].text[spans[0][0] : spans[0][1]].split()) if spans else body[0].text
     return ctx.edits.insert(section.start + 1, ["", f"**TL;DR:** {summary}"])
+
+
+def fix_tldr_mismatch(ctx: Context, f: dict[str, Any]) -> bool:
+    """A TL;DR its body never discusses: the body opens by saying what the TL;DR says, so
+    the summary and the section agree and nothing anyone wrote is lost."""
+    section = ctx.doc.find(f.get("section") or "")
+    if section is None or not section.is_body:
+        return False
+    paras = ctx.view.paragraphs(section.start + 1, section.end)
+    if not paras or not paras[0].text.startswith("**TL;DR:**"):
+        return False
+    said = " ".join(paras[0].text.removeprefix("**TL;DR:**").split())
+    return bool(said) and ctx.edits.insert(paras[0].end + 1, ["", said])
+
+
+POINTER_CLAUSE_RE = re.compile(r"\s*\([^()]*\)|,[^,;]*$|^[^,;]*,\s*")
+
+
+def fix_dangling(ctx: Context, f: dict[str, Any]) -> bool:
+    """A reference that lands nowhere goes: its parenthetical aside, its clause, or (when the
+    sentence only makes the promise) its sentence."""
+    found = _flagged_block(ctx, f)
+    if found is None:
+        return False
+    block, at = found
+    span = next(((a, b) for a, b in sentence_spans(block.prose) if a <= at < b), None)
+    if span is None:
+        return False
+    a, b = span
+    quote = (f.get("quote") or "").strip()
+    for start, end in _enclosing_aside(block.text, at, at + len(quote)):
+        if a <= start and end <= b:
+            return _replace(ctx, block, start, end, "")
+    clauses = [m.span() for m in re.finditer(r"[^,;]+", block.text[a:b])]
+    inside = [(a + x, a + y) for x, y in clauses if a + x <= at < a + y]
+    if len(clauses) > 1 and inside:
+        x, y = inside[0]
+        start = x - 1 if x > a and block.text[x - 1] in ",;" else x
+        if y >= b - 1:  # the last clause: keep the sentence's own mark
+            return _replace(ctx, block, start, b - 1 if block.text[b - 1] in ".!?" else b, "")
+        return _replace(ctx, block, x, y + 1 if block.text[y : y + 1] in ",;" else y, "")
+    begin = a
+    stop = b
+    while stop < len(block.text) and block.text[stop] == " ":
+        stop += 1
+    return _replace(ctx, block, begin, stop, "")
+
+
+def _enclosing_aside(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The parenthetical holding ``text[start:end]``, with the space before it."""
+    open_at = text.rfind("(", 0, start)
+    close_at = text.find(")", end)
+    if open_at < 0 or close_at < 0 or ")" in text[open_at:start] or "(" in text[end:close_at]:
+        return []
+    begin = open_at - 1 if open_at > 0 and text[open_at - 1] == " " else open_at
+    return [(begin, close_at + 1)]
+
+
+def fix_no_overview(ctx: Context, f: dict[str, Any]) -> bool:
+    """A design without an Overview gets one, made of its sections' own TL;DRs."""
+    summaries = []
+    for section in ctx.doc.body_sections():
+        paras = ctx.view.paragraphs(section.start + 1, section.end)
+        if paras and paras[0].text.startswith("**TL;DR:**"):
+            summaries.append(" ".join(paras[0].text.removeprefix("**TL;DR:**").split()))
+    first = next((s.start for s in ctx.doc.sections if s.level == 2), None)
+    if not summaries or first is None:
+        return False
+    return ctx.edits.insert(first, ["## Overview", "", " ".join(summaries), ""])
 
 
 def fix_stamp(ctx: Context, f: dict[str, Any]) -> bool:
@@ -208,6 +294,13 @@ def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
         a, b = long[0]
         joints = [m for m in JOINT_RE.finditer(block.prose, a, b) if "\n" not in m.group(0)]
         joints = [m for m in joints if len(words_of(block.prose[a : m.start()])) >= 6]
+        # A joint whose next word would have to be capitalised must be followed by a plain
+        # word: a name ("iOS", "gRPC", `code`) is never altered.
+        joints = [
+            m
+            for m in joints
+            if JOINT_LEAD.get(m.group("word") or "", "") or _may_capitalise(block.text, m.end())
+        ]
         if not joints:
             return changed
         middle = (a + b) / 2
@@ -267,6 +360,9 @@ FIXERS: dict[str, Fixer] = {
     "hs-ai-tell": fix_term,
     "hs-acronym": fix_acronym,
     "cr-term-order": fix_acronym,
+    "cr-tldr-mismatch": fix_tldr_mismatch,
+    "cr-dangling-ref": fix_dangling,
+    "cr-no-overview": fix_no_overview,
     "hs-sentence-length": fix_long_sentence,
     "hs-wall-of-text": fix_wall,
     "hs-em-dash": fix_dashes,
@@ -280,7 +376,10 @@ def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
     lexicon = acronyms.Lexicon(view, known_acronyms(instructions), keywords(instructions))
-    ctx = Context(doc, view, parse_house_style(instructions), lexicon, EditSet(list(doc.lines)))
+    records = doc.find("Decision Records")
+    frozen = frozenset(range(records.start + 1, records.end + 1)) if records else frozenset()
+    edits = EditSet(list(doc.lines), frozen=frozen)
+    ctx = Context(doc, view, parse_house_style(instructions), lexicon, edits)
     fixed = left = 0
     for finding in flagged:
         rule = finding.get("rule", "")
