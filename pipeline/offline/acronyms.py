@@ -93,7 +93,10 @@ class Lexicon:
 
     def is_acronym(self, token: str) -> bool:
         word = base(token)
+        shouted_plural = token[:-1] if token.endswith("S") and len(token) > 3 else None  # "APIS"
         if token in self.known or word in self.known or token in self.keywords or word in self.keywords:
+            return False
+        if shouted_plural is not None and (shouted_plural in self.known or shouted_plural in self.keywords):
             return False
         if len(word) < 2 or len(word) > LONGEST:
             return False

@@ -149,7 +149,10 @@ def term_order(view: ProseView, report: Report) -> None:
 
 
 def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
-    """Each acronym at its first use: defined there or earlier, later only, or never."""
+    """Each acronym at its first use: defined there or earlier, later only, or never. One
+    defined only later is a should-fix of its own (an order the author can fix); the ones
+    never defined are one suggestion for the document, listing each (most are the audience's
+    own vocabulary, docs/offline.md)."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
     previous: set[str] = set()
@@ -163,6 +166,7 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
             # capitalised words that happens to spell the acronym.
             defined_at.setdefault(token, block.start)
     seen: set[str] = set()
+    never: dict[str, list[acronyms.Use]] = {}
     title = next((h.text for h in view.headings if h.level == 1), "")
     known_so_far: set[str] = acronyms.titled(title)
     for block, here in zip(view.blocks, per_block, strict=True):
@@ -170,6 +174,8 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
             known_so_far |= here
             continue
         for use in acronyms.uses(block, lexicon_):
+            if use.token in never:
+                never[use.token].append(use)
             if use.token in seen:
                 report.also_at("cr-term-order", use.token, use.line)
                 continue
@@ -177,19 +183,35 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
             if use.token in known_so_far or use.token in here or use.linked:
                 continue
             later = defined_at.get(use.token)
-            where = f"defined only later, on line {later}" if later else "never defined"
-            # Defined later is a fault of order the author can fix; never defined is often the
-            # audience's own vocabulary (docs/offline.md, severity policy): a suggestion.
+            if later is None:
+                never[use.token] = [use]
+                continue
             report.add(
                 "cr-term-order",
                 use.token,
-                "should-fix" if later else "suggestion",
+                "should-fix",
                 use.line,
                 use.quote,
-                f"acronym {use.token} is {where}",
+                f"acronym {use.token} is defined only later, on line {later}",
                 f"spell it out at first use: '<long form> ({use.token})'",
             )
         known_so_far |= here
+    if never:
+        first = next(iter(never.values()))[0]
+        listed = ", ".join(
+            f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
+            f"{', '.join(str(n) for n in sorted({u.line for u in uses})[:4])})"
+            for token, uses in never.items()
+        )
+        report.add(
+            "cr-term-order",
+            "acronyms never defined",
+            "suggestion",
+            first.line,
+            first.quote,
+            f"{len(never)} acronym{'s are' if len(never) > 1 else ' is'} never defined: {listed}",
+            "spell out at first use the ones your readers may not know: '<long form> (ACR)'",
+        )
 
 
 def _external_link_before(block: Block, offset: int) -> bool:

@@ -37,6 +37,10 @@ class Lexicon:
     overview_names: tuple[str, ...]
     glossary_names: tuple[str, ...]
     proselint_checks: tuple[str, ...]
+    group_min: int
+    group_density: float
+    group_share: float
+    whole_document_rules: frozenset[str]
 
 
 @cache
@@ -53,6 +57,10 @@ def lexicon() -> Lexicon:
         overview_names=tuple(data["overview_names"]),
         glossary_names=tuple(data["glossary_names"]),
         proselint_checks=tuple(data["proselint_checks"]),
+        group_min=int(data["suggestion_group_min"]),
+        group_density=float(data["suggestion_group_density"]),
+        group_share=float(data["suggestion_group_share"]),
+        whole_document_rules=frozenset(data["whole_document_rules"]),
     )
 
 
@@ -108,7 +116,7 @@ SPAN_SPLIT_RE = re.compile(
     r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*\ue000])"
     # A line that ends without a mark, followed by a line that opens a new sentence, is two
     # sentences whose full stop is missing ("... with overflow\nThere are some tricks").
-    r"|(?<=[\w\ue000`)])[ \t]*\n(?=(?:The|This|These|There|It|We|They|If|When|Note|Once|However)\s)"
+    r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n(?=(?:The|This|These|There|It|We|They|If|When|Note|Once|However)\s))"
 )
 OPEN_CLAUSE = frozenset(
     {
@@ -140,7 +148,7 @@ def sentence_spans(prose: str) -> list[tuple[int, int]]:
         spans.append((0, label.end()))
         start = label.end()
     for match in SPAN_SPLIT_RE.finditer(protected, start):
-        if match.group(0).lstrip(" \t").startswith("\n") and _continues(protected, match.start()):
+        if match.group("unmarked") and _continues(protected, match.start()):
             continue
         spans.append((start, match.start()))
         start = match.end()
