@@ -239,7 +239,10 @@ def test_auditor_reads_only_its_slice_and_the_anchors(tmp_path: Path) -> None:
     text = d.design.read_text().replace(
         "## Decision Records", f"## Appendix\n\n**TL;DR:** Notes.\n\n{filler}\n\n## Decision Records"
     )
+    # Three AI-tell words in one short section: the section's habit, reported by its slice.
     text = text.replace("The limiter protects fairness", "The robust limiter protects fairness")
+    text = text.replace("When the store raises a connection", "Moreover, when the store raises a connection")
+    text = text.replace("a warning names the", "a warning meticulously names the")
     d.design.write_text(text)
     audit = run(d, "readability-auditor")
     assert len(audit.results) == 2 and audit.prefix_share > 0.95
