@@ -116,7 +116,8 @@ SPAN_SPLIT_RE = re.compile(
     r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*\ue000])"
     # A line that ends without a mark, followed by a line that opens a new sentence, is two
     # sentences whose full stop is missing ("... with overflow\nThere are some tricks").
-    r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n(?=(?:The|This|These|There|It|We|They|If|When|Note|Once|However)\s))"
+    r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n"
+    r"(?=(?:The|This|These|There|It|We|They|If|When|Note|Once|However)\s))"
 )
 OPEN_CLAUSE = frozenset(
     {
