@@ -77,6 +77,26 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+WIDTH = 100
+ATOM_RE = re.compile(r"`[^`]*`\S*|\"[^\"]*\"\S*|“[^”]*”\S*|\S+")
+"""What a line is never broken inside: a word, a code span, a quotation."""
+
+
+def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
+    """``text`` as lines of at most WIDTH columns, broken only between words (never inside a
+    code span or a quotation), the first line led by ``first``, the others by ``rest``."""
+    lines: list[str] = []
+    line = first
+    for atom in ATOM_RE.findall(_flat(text)):
+        lead = first if not lines else rest
+        if line.strip() and len(line) + 1 + len(atom) > WIDTH:
+            lines.append(line)
+            line = rest + atom
+        else:
+            line = (line + " " + atom) if line.strip() else lead + atom
+    return [*lines, line] if line.strip() else lines
+
+
 def record_lines(decision: Decision) -> list[str]:
     """A design decision record absorbing one research-log decision: every field the log
     carries, in the log's order and in the log's words, then its Source."""
@@ -102,11 +122,12 @@ def _body(decision: Decision, grounded: list[grounding.Grounded]) -> list[str]:
     out: list[str] = []
     rationale = decision.value("Rationale")
     if rationale:
-        out += [_sentence(rationale), ""]
+        out += [*_wrap(_sentence(rationale)), ""]
     alternatives = decision.value("Alternatives rejected")
     if alternatives:
-        out += [f"Rejected alternatives: {_sentence(alternatives)}", ""]
-    out += [p for name, value in _other_fields(decision) for p in (f"{name}: {_sentence(value)}", "")]
+        out += [*_wrap(f"Rejected alternatives: {_sentence(alternatives)}"), ""]
+    for name, value in _other_fields(decision):
+        out += [*_wrap(f"{name}: {_sentence(value)}"), ""]
     named = [g for g in grounded if decision.number in g.decisions]
     if named:
         places = ", and ".join(f"`{g.name}` is defined in `{g.where.split(':')[0]}`" for g in named)
@@ -114,13 +135,13 @@ def _body(decision: Decision, grounded: list[grounding.Grounded]) -> list[str]:
     return out
 
 
-def _convention(decision: Decision) -> str:
+def _convention(decision: Decision) -> list[str]:
     parts = [_sentence(decision.value("Decision") or decision.title)]
     why = decision.value("Rationale")
     if why:
         parts.append(_sentence(why))
     parts += [f"{name}: {_sentence(value)}" for name, value in _other_fields(decision)]
-    return f"- **{_sentence(decision.title)}** " + " ".join(parts)
+    return _wrap(f"**{_sentence(decision.title)}** " + " ".join(parts), "- ", "  ")
 
 
 @dataclass(slots=True)
@@ -143,14 +164,17 @@ def compile_design(log_text: str, obs: Observations, wanted: list[str] | None = 
         title = title[:1].upper() + title[1:]
     out = [f"# {title}", "", "## Overview", ""]
     problem = _paragraphs(_section_text(log, "Problem"))
-    out += [p for para in problem for p in (para, "")]
+    out += [line for para in problem for line in (*_wrap(para), "")]
     findings = _list_items(_section_text(log, "Findings"))
     if findings:
-        out += ["The design rests on these findings:", ""] + [f"- {f}" for f in findings] + [""]
+        out += ["The design rests on these findings:", ""]
+        out += [line for f in findings for line in _wrap(f, "- ", "  ")] + [""]
     glossary = [m for line in _section_text(log, "Glossary") if (m := GLOSSARY_ITEM_RE.match(line))]
     if len(glossary) >= 3:
         out += ["## Core Concepts", ""]
-        out += [f"- **{m.group('term').strip()}**: {m.group('text').strip()}" for m in glossary] + [""]
+        for m in glossary:
+            out += _wrap(f"**{m.group('term').strip()}**: {m.group('text').strip()}", "- ", "  ")
+        out += [""]
     notes: list[str] = []
     grounded = grounding.ground(log.decisions, obs)
     if grounded:
@@ -180,7 +204,7 @@ def compile_design(log_text: str, obs: Observations, wanted: list[str] | None = 
             f"**TL;DR:** Smaller choices with no rejected alternative: {titles}.",
             "",
         ]
-        out += [_convention(d) for d in others] + [""]
+        out += [line for d in others for line in _convention(d)] + [""]
     if log.decisions:
         out += ["## Decision Records", ""]
         for decision in log.decisions:
