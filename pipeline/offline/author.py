@@ -86,15 +86,16 @@ def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
     """``text`` as lines of at most WIDTH columns, broken only between words (never inside a
     code span or a quotation), the first line led by ``first``, the others by ``rest``."""
     lines: list[str] = []
-    line = first
+    line = ""
     for atom in ATOM_RE.findall(_flat(text)):
-        lead = first if not lines else rest
-        if line.strip() and len(line) + 1 + len(atom) > WIDTH:
+        if not line:
+            line = (rest if lines else first) + atom
+        elif len(line) + 1 + len(atom) > WIDTH:
             lines.append(line)
             line = rest + atom
         else:
-            line = (line + " " + atom) if line.strip() else lead + atom
-    return [*lines, line] if line.strip() else lines
+            line += " " + atom
+    return [*lines, line] if line else lines
 
 
 def record_lines(decision: Decision) -> list[str]:

@@ -128,6 +128,36 @@ def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
+GLOSS_RE = re.compile(
+    r"^\s*(?::|—|–|-|is|are|means|refers\s+to|denotes)\s+(?P<gloss>[^.;:()]{3,120})", re.IGNORECASE
+)
+GLOSS_WORDS = 12
+
+
+def fix_term_order(ctx: Context, f: dict[str, Any]) -> bool:
+    """A term used before its definition: an acronym is defined at its first use; a bold term
+    is explained in passing there, in the words of its definition ("lease (a time-limited
+    claim a worker holds on a job)"), which is what the reader at that point lacks."""
+    quote = (f.get("quote") or "").strip()
+    if re.fullmatch(r"[A-Z][A-Z]+s?", quote):
+        return fix_acronym(ctx, f)
+    from pipeline.offline.comprehension import definitions
+
+    found = definitions(ctx.view).get(" ".join(quote.lower().split()))
+    place = _flagged_block(ctx, f)
+    if found is None or place is None:
+        return False
+    line, block = found
+    at = block.text.lower().find(quote.lower() + "**", block.starts[line - block.start])
+    gloss = GLOSS_RE.match(block.text[at + len(quote) + 2 :]) if at >= 0 else None
+    if gloss is None:
+        return False
+    words = gloss.group("gloss").split()
+    text = " ".join(words[:GLOSS_WORDS]).rstrip(",") + (" ..." if len(words) > GLOSS_WORDS else "")
+    used, start = place
+    return _replace(ctx, used, start + len(quote), start + len(quote), f" ({text})")
+
+
 def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
     """An acronym the document defines only after its first use is defined at its first use,
     with the long form the later definition gives: "RDS" becomes "Relational Database
@@ -359,7 +389,7 @@ FIXERS: dict[str, Fixer] = {
     "hs-puffery": fix_term,
     "hs-ai-tell": fix_term,
     "hs-acronym": fix_acronym,
-    "cr-term-order": fix_acronym,
+    "cr-term-order": fix_term_order,
     "cr-tldr-mismatch": fix_tldr_mismatch,
     "cr-dangling-ref": fix_dangling,
     "cr-no-overview": fix_no_overview,
@@ -367,7 +397,7 @@ FIXERS: dict[str, Fixer] = {
     "hs-wall-of-text": fix_wall,
     "hs-em-dash": fix_dashes,
 }
-EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym})
+EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym, fix_term_order})
 """Fixers that act on every use of the finding's term, wherever the finding sits."""
 
 
