@@ -239,9 +239,16 @@ def long_forms(text: str) -> set[str]:
     return found
 
 
+SELF_KIND_RE = re.compile(
+    r"\b[Tt]his ([A-Z]{2,6})\b(?= (?:proposes|introduces|describes|adds|defines|aims|extends|specifies|"
+    r"standardi[sz]es|would|will|is|does|covers|changes)\b)"
+)
+
+
 def titled(text: str) -> set[str]:
-    """Acronyms a title carries as the document's own kind ("KEP-1880: ...")."""
-    return set(re.findall(r"\b([A-Z]{2,6})-\d+", text))
+    """Acronyms that name the document's own kind: carried by its title ("KEP-1880: ...") or
+    by the way it speaks of itself ("This JEP proposes ...")."""
+    return set(re.findall(r"\b([A-Z]{2,6})-\d+", text)) | set(SELF_KIND_RE.findall(text))
 
 
 LOWER_RE = re.compile(r"[a-z]+|[^a-z\s-]+")

@@ -34,7 +34,8 @@ from pipeline.offline.text import (
 )
 
 PASSIVE_RE = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.IGNORECASE)
-DASH_RE = re.compile(r"—|(?<=\s)--(?=\s)")
+DASH_RE = re.compile(r"—|(?<=[ \t])--(?=\s)")
+"""An em dash, or a spaced double hyphen inside a line (one opening a line marks a list item)."""
 ENUMERATION_RE = re.compile(r"\(\s*\d{1,2}\.?\s*\)|(?<![\w(])\d{1,2}\)")
 
 
@@ -98,7 +99,7 @@ class Groups:
             return count >= lex.group_share * max(size.sentences, 1)
         if rule == "hs-wall-of-text":
             return count >= lex.group_share * max(size.paragraphs, 1)
-        return count * 1000 >= lex.group_density * max(size.words, 1)
+        return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
     def report(self, rules: dict[str, HouseRule], report: Report) -> None:
         for (rule_id, section), places in self.places.items():
@@ -132,10 +133,20 @@ def _subject_words(view: ProseView) -> str:
     return "\n".join(h.text.lower() for h in view.headings)
 
 
+def _tentative(section: str | None) -> bool:
+    """A section about open matters (questions, alternatives, drawbacks ...): hedging there is
+    the honest register (params/offline.toml, ``tentative_sections``)."""
+    return bool(section) and bool(
+        set(re.findall(r"[a-z]+", (section or "").lower())) & lexicon().tentative_sections
+    )
+
+
 def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups, view: ProseView) -> None:
     headings = _subject_words(view)
     for rule in (r for r in rules.values() if r.terms):
         for block in blocks:
+            if rule.id == "hs-hedge" and _tentative(view.section_at(block.start)):
+                continue
             for hit in wording.hits(block, rule):
                 if term_pattern(hit.term).search(headings):
                     continue
@@ -237,9 +248,10 @@ def _dash_density(view: ProseView, blocks: list[Block], rule: HouseRule | None, 
                 block.line_at(dashes[0].start()),
                 block.quote(dashes[0].start() - 20, dashes[0].end() + 20),
             )
+    least = max(rule.limit, lexicon().group_density_by_rule.get(rule.id, rule.limit))
     for section, (dashes, total, where) in by_section.items():
         density = dashes * 1000 / max(total, 250)
-        if dashes and density > rule.limit and where is not None:
+        if dashes >= lexicon().group_min and density > least and where is not None:
             report.add(
                 rule.id,
                 str(section),

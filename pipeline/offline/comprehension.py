@@ -168,7 +168,7 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
     seen: set[str] = set()
     never: dict[str, list[acronyms.Use]] = {}
     title = next((h.text for h in view.headings if h.level == 1), "")
-    known_so_far: set[str] = acronyms.titled(title)
+    known_so_far: set[str] = acronyms.titled(title + "\n" + "\n".join(b.prose for b in view.blocks))
     for block, here in zip(view.blocks, per_block, strict=True):
         if block.kind == "heading":
             known_so_far |= here

@@ -40,6 +40,8 @@ class Lexicon:
     group_min: int
     group_density: float
     group_share: float
+    group_density_by_rule: dict[str, float]
+    tentative_sections: frozenset[str]
     whole_document_rules: frozenset[str]
 
 
@@ -60,6 +62,8 @@ def lexicon() -> Lexicon:
         group_min=int(data["suggestion_group_min"]),
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
+        group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
+        tentative_sections=frozenset(data["tentative_sections"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
     )
 
