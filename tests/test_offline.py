@@ -322,3 +322,39 @@ def test_the_author_defines_an_acronym_at_its_first_use_and_never_codes_a_name()
     assert "`" not in fixed
     never = {**finding, "quote": "GOV"}  # nothing spells it out: left for judgement
     assert fixer.apply(text, [never], instructions)[1:] == (0, 1)
+
+
+def test_the_author_seeds_class_design_and_workflow_from_what_psi_finds(tmp_path: Path) -> None:
+    """The example's D4 names `Clock`: PSI finds its definition and its uses, and the author
+    writes them as the seed's Class Design and Workflow sections."""
+    d = build_base("example", CORPUS, tmp_path)
+    d.design.unlink()
+    assert run(d, "design-author").results[0].status == "ok"
+    text = d.design.read_text()
+    assert "## Class Design" in text and "## Workflow" in text
+    assert "- `Clock` is defined at `code/ratelimit/clock.py:9`, declared as `class Clock(Protocol)`" in text
+    workflow = text.split("## Workflow", 1)[1].split("\n## ", 1)[0]
+    assert "The code uses `Clock` at " in workflow and "`code/ratelimit/middleware.py:" in workflow
+    assert run_checks(CheckRequest(design_path=d.design)) == []
+    for role in ("readability-auditor", "absorption-check", "comprehension-review"):
+        assert blocking(findings(d, role)) == [], role
+
+
+def test_a_reviewer_finding_that_restates_a_mechanical_one_is_reported_once() -> None:
+    from pipeline.formats.findings import Finding, merge
+
+    mechanical = Finding(
+        rule="dsc-section-shape",
+        severity="blocker",
+        file="d.md",
+        line=1,
+        message="design.md has no '## Overview' section",
+    )
+    review = Finding(
+        rule="cr-no-overview", severity="should-fix", file="d.md", line=2, quote="# T", message="m"
+    )
+    other = Finding(
+        rule="cr-tldr-mismatch", severity="should-fix", file="d.md", line=9, section="S", message="m"
+    )
+    assert merge([mechanical, review, other]) == [mechanical, other]
+    assert merge([review, other]) == [review, other]  # without the mechanical finding it stands
