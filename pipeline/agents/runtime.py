@@ -182,8 +182,10 @@ class Runtime:
         return frozenset(p.resolve() for p in paths)
 
     def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
-        """A role that reviews a target reads only its params file and, of the target, its slice,
-        the heading lines and the standing anchors (Overview, Core Concepts)."""
+        """A role that reviews a target reads only its params file and, of the target, its slice
+        completed to whole sections (a section the slice boundary cuts is read whole, so a
+        measure taken over a section never depends on where the boundary fell), the heading
+        lines and the standing anchors (Overview, Core Concepts)."""
         params = spawn.params
         if params.target_path is None:
             return bounded_view(self.repo_root, spawn) if params.scope == "bounded" else None
@@ -194,7 +196,11 @@ class Runtime:
             from pipeline.formats.design_doc import load_design
 
             doc = load_design(target)
-            lines = set(range(params.slice[0], params.slice[1] + 1))
+            first, last = params.slice
+            lines = set(range(first, last + 1))
+            for section in doc.sections:
+                if section.start <= last and first <= section.end:
+                    lines.update(range(section.start, section.end + 1))
             lines.update(h.line for h in doc.structure.headings if h.level <= 2)
             for anchor in doc.anchors():
                 lines.update(range(anchor.start, anchor.end + 1))

@@ -78,7 +78,7 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
     doc = load_design(deps.abs(state.draft))
     slices = deps.partition(doc.lines, deps.limits)
     try:
-        assert_fanout(len(slices), len(doc.lines), deps.limits)
+        assert_fanout(len(slices), doc.lines, deps.limits)
     except WiringError as exc:
         deps.events.emit("stopped", message=exc.message)
         raise
