@@ -17,7 +17,7 @@ from agentkit import chat_completion, make_repo, runtime, send_json
 from conftest import run_cli
 from graphkit import PASS, go, returns, start
 
-from pipeline.agents.cache import RetryPolicy
+from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.review import review_once
 from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps

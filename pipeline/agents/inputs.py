@@ -13,6 +13,7 @@ from pathlib import Path
 from pipeline.agents.spawn import SpawnParams, review_output_path
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.edit_ops import INSTRUCTION
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.slices import Slice, partition_for
@@ -177,12 +178,16 @@ def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, o
             params["note"] = edit.note
         return params
     if role == "inline-editor":
+        # The user's instruction is a request, not a finding: it goes as its own key.
+        requests = [f.message for f in inputs.flagged if f.rule == INSTRUCTION]
         params = {
             "output_path": inputs.rel(inputs.draft),
             "mutation_kind": inputs.kind,
             "target": edit.target,
-            "flagged_passages": list(inputs.flagged),
+            "flagged_passages": [f for f in inputs.flagged if f.rule != INSTRUCTION],
         }
+        if requests:
+            params["instruction"] = "\n\n".join(requests)
         if edit.changed_section:
             params["changed_section"] = edit.changed_section
         if edit.mechanics is not None:

@@ -8,10 +8,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.cache import LazyCache, RetryPolicy
+from pipeline.agents.cache import LazyCache
 from pipeline.agents.models import check_spec
 from pipeline.agents.readable import byproducts, store_dirs
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
+from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.roles import OVERRIDE_DIR, RoleDef, instructions_for, load_prompt, load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget

@@ -16,20 +16,22 @@ import fnmatch
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic_ai import RunContext, Tool
 
 from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
-from pipeline.agents.psi import CodeIndex, build_index
+from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
-from pipeline.agents.shell import ShellRefusal, plan_command
+from pipeline.agents.shell import ShellRefusal, not_installed, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
-from pipeline.formats.paging import cut_note, page_note
+from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
 
@@ -69,20 +71,16 @@ class ToolContext:
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
     _guard: LogGuard | None = None
-
     _writes: dict[Path, Path] = field(default_factory=dict)
     """Each writable file's real path and the path it is written at (a link there is refused)."""
 
     def __post_init__(self) -> None:
         self.repo_root = self.repo_root.resolve()
-        if self.output_path is not None:
-            given = self._absolute(str(self.output_path))
-            self.output_path = given.resolve()
-            self._writes[self.output_path] = given
-        if self.companion_path is not None:
-            given = self._absolute(str(self.companion_path))
-            self.companion_path = given.resolve()
-            self._writes[self.companion_path] = given
+        given = [
+            self._absolute(str(p)) if p is not None else None for p in (self.output_path, self.companion_path)
+        ]
+        self.output_path, self.companion_path = (p.resolve() if p is not None else None for p in given)
+        self._writes = {p.resolve(): p for p in given if p is not None}
 
     def _absolute(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -98,8 +96,7 @@ class ToolContext:
 
     def holds_log(self, real: Path) -> bool:
         """For a cold role, the research log by path, inode or content (private paths aside)."""
-        if self._guard is None:
-            self._guard = LogGuard(self.forbidden, self.reviewed)
+        self._guard = self._guard or LogGuard(self.forbidden, self.reviewed)
         return self._guard.holds(real)
 
     def confine(self, raw: str) -> Path:
@@ -129,7 +126,7 @@ class ToolContext:
             return text
         return "".join(
             line if number in lines else ("\n" if line.endswith("\n") else "")
-            for number, line in enumerate(text.splitlines(keepends=True), start=1)
+            for number, line in enumerate(file_lines(text), start=1)
         )
 
     def rel(self, path: Path) -> str:
@@ -147,6 +144,9 @@ class ToolContext:
         return self._index
 
 
+PsiKind = Literal["definition", "signature", "references", "file", "sources"]
+
+
 def _refusal(exc: Refused) -> str:
     return f"refused: {exc}"
 
@@ -154,9 +154,15 @@ def _refusal(exc: Refused) -> str:
 def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
     """Read a text file in the repository (a directory lists its entries).
 
-    `offset` is the first line (1-based); `limit` caps the number of lines. One call returns
-    at most 400,000 characters of whole lines; a result that is not the whole file ends with
-    a note `[lines X-Y of N; call again with offset=...]`.
+    Each line comes back as its number, a tab, then the line exactly as the file has it: the
+    number is the file's own (1-based), to cite as a finding's `line`; copy a `quote` from the
+    text after the tab. A result that is not the whole file ends with a note
+    `[lines X-Y of N; call again with offset=...]`.
+
+    Args:
+        path: the file or directory, relative to the repository root
+        offset: the first line to return (1-based)
+        limit: at most this many lines
     """
     deps = ctx.deps
     try:
@@ -177,7 +183,11 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return f"error: {path}: no such file"
     data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
-    lines = data.splitlines(keepends=True)
+    return _page(file_lines(data), offset, limit)
+
+
+def _page(lines: list[str], offset: int, limit: int | None) -> str:
+    """Numbered whole lines from ``offset`` up to the page size, and the note when partial."""
     total = len(lines)
     start = max(1, offset) - 1
     stop = min(total, start + limit) if limit and limit > 0 else total
@@ -186,12 +196,13 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
             "" if total == 0 and start == 0 else f"[no lines from offset={start + 1}; the file has {total}]"
         )
     taken, size = start, 0
-    while taken < stop and size + len(lines[taken]) <= MAX_READ_CHARS:
-        size += len(lines[taken])
+    while taken < stop and size + len(lines[taken]) + len(f"{taken + 1}\t") <= MAX_READ_CHARS:
+        size += len(lines[taken]) + len(f"{taken + 1}\t")
         taken += 1
     if taken == start:  # one line longer than a whole page: return it cut, and say so
-        return lines[start][:MAX_READ_CHARS].rstrip("\n") + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
-    text = "".join(lines[start:taken])
+        cut = numbered([lines[start][:MAX_READ_CHARS].rstrip("\n")], start + 1)
+        return cut + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
+    text = numbered(lines[start:taken], start + 1)
     if start == 0 and taken == total:
         return text
     return text + ("" if text.endswith("\n") else "\n") + page_note(start + 1, taken, total)
@@ -213,7 +224,13 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
 
 
 def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search files for a regular expression. Returns `file:line:text` lines (at most 200)."""
+    """Search files for a regular expression. Returns `file:line:text` lines (at most 200).
+
+    Args:
+        pattern: the regular expression
+        path: a file or directory to search, relative to the repository root
+        glob: only files whose path or name matches this glob
+    """
     deps = ctx.deps
     try:
         base = deps.confine(path)
@@ -231,7 +248,8 @@ def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str 
             text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(file_lines(text), start=1):
+            line = line.removesuffix("\n")
             if regex.search(line):
                 out.append(f"{rel}:{number}:{line}")
                 if len(out) >= MAX_MATCHES:
@@ -264,9 +282,7 @@ def _writable(deps: ToolContext, path: str) -> Path:
 
 
 def _save(deps: ToolContext, target: Path, text: str) -> str | None:
-    """Write ``text`` to ``target``; a refusal of the write layer (a link) as the tool's result."""
-    if "\x00" in text:
-        return _refusal(deps.refuse(f"{deps.rel(target)}: the content holds a NUL byte; write text"))
+    """Write ``text`` to ``target``; the write layer's refusal (a link, a NUL byte) as the tool's result."""
     try:
         atomic_write(target, text)
     except OutOfSpace:
@@ -328,6 +344,8 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         "GIT_PAGER": "cat",
         "PAGER": "cat",
     }
+    if shutil.which(argv[0], path=env["PATH"]) is None:
+        return f"error: {not_installed(argv[0])}"
     try:
         done = subprocess.run(
             argv,
@@ -347,28 +365,21 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
     return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
 
 
-def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
-    """Look up code by name. kind: definition, signature, references, file (a path suffix), or
-    sources (which source files PSI reads under the code root; query is ignored)."""
+def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
+    """Look up code by name under the code root. Files in a language PSI has no grammar for are
+    searched as text (those results say `text match`). A missed definition says whether the
+    name appears anywhere under the code root.
+
+    Args:
+        query: a name (`take`), a qualified name (`Bucket.take`), or a path ending for `file`
+        kind: definition (where it is defined), signature, references (every use, as
+            `file:line:text`), file (files whose path ends with the query), or sources (which
+            languages PSI read; the query is ignored)
+    """
     index = ctx.deps.index()
     if kind == "sources":
         return f"{index.describe_sources()} under {ctx.deps.rel(index.root_under)}"
-    if kind == "file":
-        files = index.find_files(query)
-        return "\n".join(files) if files else f"no file matches {query}"
-    if kind == "references":
-        refs = index.references_to(query)
-        return (
-            "\n".join(f"{r.file}:{r.line}:{r.text}" for r in refs[:MAX_MATCHES])
-            or f"no references to {query}"
-        )
-    symbols = index.definitions(query)
-    if not symbols:
-        unread = "" if index.sources else f" ({index.describe_sources()} under the code root)"
-        return f"no definition of {query}{unread}"
-    if kind == "signature":
-        return "\n".join(f"{s.file}:{s.line}: {s.signature}" for s in symbols)
-    return "\n".join(f"{s.kind} {s.qualified} at {s.file}:{s.line}" for s in symbols)
+    return answer(index, query, kind, MAX_MATCHES)
 
 
 ToolFunction = Callable[..., str]

@@ -207,6 +207,8 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def atomic_write(path: Path, text: str, *, newline: str = "\n", bom: bool = False) -> None:
+    if "\x00" in text:  # never a text file designloop would refuse to read back
+        raise InputError("the text holds a NUL byte; nothing was written", file=path, hint="write text only")
     atomic_write_bytes(path, encode(text, newline, bom))
 
 

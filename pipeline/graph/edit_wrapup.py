@@ -12,6 +12,7 @@ from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.review_log import MutationEntry, append_entry, parse_entries, working_mode_count
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write, atomic_write_bytes
+from pipeline.graph import story
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState, EditUpdate
 from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, Outcome
@@ -154,6 +155,9 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
             )
         else:
             entry.extra = [f"**Mechanics changes since the last sync** ({since}): {changes}"]
+    blocks = story.entry_blocks(state, state.outcome.remaining)
+    if blocks:
+        entry.extra += ["", *blocks] if entry.extra else blocks
     entry, withheld = withhold_log_words(d, entry)
     deps.fence()
     result = append_entry(d.mutations, entry, run_id=state.run_id)

@@ -16,7 +16,7 @@ from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
 from pipeline.graph.deps import deps_of
-from pipeline.graph.state import Comprehension, Inconclusive, RunState, Surfaced, Update
+from pipeline.graph.state import Comprehension, Inconclusive, RoleReport, RunState, Surfaced, Update
 
 
 def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
@@ -67,7 +67,8 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         findings=findings,
         output_path=params.output_path,
     )
-    update: Update = {"comprehension": comprehension, "usage": [usage]}
+    report = RoleReport(round=round_, role=result.role, status=result.status, findings=findings)
+    update: Update = {"comprehension": comprehension, "usage": [usage], "reports": [report]}
     if result.status != "ok":
         update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
     return update

@@ -20,6 +20,7 @@ from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.formats.space import OutOfSpace, space_error
+from pipeline.graph import story
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
 from pipeline.graph.edit_build import build_edit_graph
@@ -86,7 +87,8 @@ class RunResult:
             "outcome": outcome.verdict if outcome else ("PAUSED" if self.paused else "STOPPED"),
             "exit_code": int(self.exit_code),
             "rounds": state.round if state else None,
-            "findings": [f.to_json() for f in outcome.remaining] if outcome else [],
+            "findings": story.findings_json(state, outcome.remaining) if state and outcome else [],
+            "blocking": sum(1 for f in outcome.remaining if f.blocking) if outcome else 0,
             "usage": usage.to_json(),
             "review_log_entry": state.review_entry if state else None,
             "draft": state.draft if state else None,

@@ -179,6 +179,16 @@ class RoundHistory(Record):
     prefix_share: float
 
 
+class RoleReport(Record):
+    """What a check raised in one round, for the checks whose latest result is all the loop
+    keeps (the mechanical checks, the comprehension gate): the review's story (graph.story)."""
+
+    round: int
+    role: str
+    status: Status = "ok"
+    findings: list[Finding] = []
+
+
 class Outcome(Record):
     """How the loop exited, and what remains."""
 
@@ -215,6 +225,7 @@ class RunState(BaseModel):
     notes: Annotated[list[str], operator.add] = Field(default_factory=list)
     usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
     history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
+    reports: Annotated[list[RoleReport], operator.add] = Field(default_factory=list)
     outcome: Outcome | None = None
     review_entry: int | None = None
     stamped: bool = False
@@ -257,6 +268,7 @@ class Update(TypedDict, total=False):
     notes: list[str]
     usage: list[RoleUsage]
     history: list[RoundHistory]
+    reports: list[RoleReport]
     outcome: Outcome
     review_entry: int
     stamped: bool

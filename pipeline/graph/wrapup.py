@@ -11,7 +11,7 @@ from pipeline.formats.findings import Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
 from pipeline.formats.textio import atomic_write
-from pipeline.graph import entry
+from pipeline.graph import entry, story
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.gate import decision_shaped
 from pipeline.graph.state import (
@@ -140,6 +140,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         iteration=state.round,
         budget=state.budget,
         outcome=state.outcome.verdict,
+        extra=story.entry_blocks(state, left),
     )
     log_entry, withheld = withhold_log_words(deps.design, log_entry)
     deps.fence()
