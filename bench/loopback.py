@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agentkit import anthropic_message, chat_completion  # tests/agentkit.py: the wire formats
+from agentkit import anthropic_message, chat_completion, params_in  # tests/agentkit.py: the wire formats
 
 from pipeline.formats.paging import parse_page
 from pipeline.offline.author import compile_phase1
@@ -50,11 +50,8 @@ class Conversation:
 
 def _params(results: list[str]) -> dict[str, Any] | None:
     for text in results:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and "role" in data:
+        data = params_in(text)
+        if data is not None:
             return data
     return None
 

@@ -1,21 +1,28 @@
 """The offline reviewers on real design documents: precision, density, placement, convergence.
 
-    python bench/real_quality.py [--labels-sample N]
+    python bench/real_quality.py [--set NAME ...] [--labels-sample N] [--no-timings]
 
-Runs the readability auditor (every slice) and the comprehension reviewer on each public
-design document in tests/corpus/real/, the adversarial review on the two research logs and
+tests/corpus/real/manifest.toml puts every document and research log in a set: ``original``
+(the first 25 documents and 2 logs), ``tuning`` (documents and a log the rules were tuned
+on) and ``held-out`` (documents and logs from other sources, run only to measure). By
+default the bench runs ``original`` and ``tuning``; ``--set held-out`` runs the held-out
+set alone. For the chosen sets it runs the readability auditor (every slice) and the
+comprehension reviewer on each document, the adversarial review on each research log and
 `designloop create` on each log, then prints:
 
-- precision per rule and per role, from the hand labels in tests/corpus/real/labels.toml
-  (correct and useful / correct but noise / wrong), for blocker+should-fix and suggestions;
-- findings per 1,000 lines and blocker+should-fix per 100 lines of prose;
+- precision per rule and per role, from the hand labels (tests/corpus/real/labels.toml, and
+  labels-held-out.toml for the held-out set: correct and useful / correct but noise /
+  wrong), for blocker+should-fix and suggestions;
+- findings, blocker+should-fix and suggestions per 1,000 lines, and blocker+should-fix per
+  100 lines of prose;
 - findings inside code, HTML comments, link definitions or front matter (target 0);
 - the share of findings with a line and a quote that is an exact substring of that line;
-- the outcome and rounds of both research-log runs;
+- for each research-log run: its outcome and rounds, every field of every decision found in
+  the design (whitespace aside), and every Decision line's tokens found byte for byte;
 - seconds per role on a 1,000-line and an 8,500-line design built from the corpus, side by side.
 
-``--labels-sample N`` prints N unlabelled findings (all blocking ones first, then a seeded
-random sample of the rest) for labelling.
+``--labels-sample N`` prints N unlabelled findings (all blocking ones first, then a random
+sample of the suggestions, shuffled with a fixed seed) for labelling.
 """
 
 from __future__ import annotations
@@ -47,7 +54,10 @@ from pipeline.formats.prose import parse_prose  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 REAL = ROOT / "tests" / "corpus" / "real"
-LOGS = ["react-0002-new-version-of-context", "rust-3058-try-trait-v2"]
+SETS = ("original", "tuning", "held-out")
+DEFAULT_SETS = ("original", "tuning")
+LABEL_FILES = {"held-out": "labels-held-out.toml"}
+"""Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
 BLOCKING = ("blocker", "should-fix")
 JUDGEMENTS = ("useful", "noise", "wrong")
@@ -89,21 +99,29 @@ def _review(d: DesignDir, role: str) -> list[Any]:
     return [f for r in run.results if r.review for f in r.review.findings]
 
 
-def documents() -> list[Path]:
-    return sorted(p for p in REAL.glob("*.md") if p.name != "README.md")
+def _manifest() -> dict[str, Any]:
+    return tomllib.loads((REAL / "manifest.toml").read_text(encoding="utf-8"))
 
 
-def collect(tmp: Path) -> tuple[list[Item], dict[str, list[str]]]:
+def documents(sets: tuple[str, ...] = SETS) -> list[Path]:
+    return sorted(REAL / d["file"] for d in _manifest()["doc"] if d.get("set", "original") in sets)
+
+
+def logs(sets: tuple[str, ...]) -> list[str]:
+    return sorted(entry["name"] for entry in _manifest()["log"] if entry["set"] in sets)
+
+
+def collect(tmp: Path, sets: tuple[str, ...]) -> tuple[list[Item], dict[str, list[str]]]:
     items: list[Item] = []
     texts: dict[str, list[str]] = {}
-    for doc in documents():
+    for doc in documents(sets):
         d = _repo(tmp, doc.stem, design=doc)
         texts[doc.name] = d.design.read_text(encoding="utf-8").split("\n")
         for role in DOC_ROLES:
             items += [
                 Item(doc.name, role, f.rule, f.severity, f.line, f.quote, f.message) for f in _review(d, role)
             ]
-    for name in LOGS:
+    for name in logs(sets):
         log = REAL / "logs" / name / "research-log.md"
         d = _repo(tmp, "log-" + name, log=log)
         key = f"logs/{name}/research-log.md"
@@ -115,10 +133,38 @@ def collect(tmp: Path) -> tuple[list[Item], dict[str, list[str]]]:
     return items, texts
 
 
-def research_log_runs(tmp: Path) -> list[tuple[str, dict[str, Any]]]:
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def kept(log_text: str, design: str) -> tuple[list[str], list[str]]:
+    """What of the log's decisions the design lost: every field's value (whitespace aside),
+    and every token of every Decision line, byte for byte, in the decision's record (or, for
+    a decision without one, on the line that names its title)."""
+    from pipeline.offline.logtext import log_from_text
+    from pipeline.offline.text import doc_from_text
+
+    flat = _flat(design)
+    records = {r.source: r for r in doc_from_text(design).d_records() if r.source is not None}
+    fields, tokens = [], []
+    for decision in log_from_text(log_text).decisions:
+        for name, field in decision.fields.items():
+            if field.value and _flat(field.value) not in flat:
+                fields.append(f"D{decision.number} {name}")
+        record = records.get(decision.number)
+        where = record.fields["Decision"].value if record and "Decision" in record.fields else None
+        if where is None:
+            where = next((line for line in design.split("\n") if decision.title in line), "")
+        for token in (decision.value("Decision") or "").split():
+            if token not in where.split():
+                tokens.append(f"D{decision.number} {token!r}")
+    return fields, tokens
+
+
+def research_log_runs(tmp: Path, sets: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     """`designloop create` on each research log, as a user runs it (the offline engine)."""
     out = []
-    for name in LOGS:
+    for name in logs(sets):
         d = _repo(tmp, "run-" + name, log=REAL / "logs" / name / "research-log.md")
         done = subprocess.run(
             [
@@ -142,7 +188,11 @@ def research_log_runs(tmp: Path) -> list[tuple[str, dict[str, Any]]]:
             else {"outcome": done.stderr[-300:]}
         )
         data["exit_code"] = done.returncode
-        design = d.design.read_text(encoding="utf-8").split("\n") if d.design.is_file() else []
+        text = d.design.read_text(encoding="utf-8") if d.design.is_file() else ""
+        design = text.split("\n") if text else []
+        data["lost_fields"], data["lost_tokens"] = kept(
+            (REAL / "logs" / name / "research-log.md").read_text(encoding="utf-8"), text
+        )
         for role in ("absorption-check", "comprehension-review", "readability-auditor"):
             if design:
                 data.setdefault("after", {})[role] = [
@@ -153,15 +203,17 @@ def research_log_runs(tmp: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def load_labels() -> dict[tuple[str, str, int | None, str | None], tuple[str, str]]:
-    path = REAL / "labels.toml"
-    if not path.is_file():
-        return {}
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return {
-        (x["doc"], x["rule"], x.get("line"), x.get("quote")): (x["judgement"], x["reason"])
-        for x in data["label"]
-    }
+def load_labels(sets: tuple[str, ...]) -> dict[tuple[str, str, int | None, str | None], tuple[str, str]]:
+    names = {LABEL_FILES.get(s, "labels.toml") for s in sets}
+    out = {}
+    for name in sorted(names):
+        path = REAL / name
+        if not path.is_file():
+            continue
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for x in data.get("label", []):
+            out[(x["doc"], x["rule"], x.get("line"), x.get("quote"))] = (x["judgement"], x["reason"])
+    return out
 
 
 def _precision(rows: list[str]) -> str:
@@ -222,11 +274,14 @@ def placement(items: list[Item], texts: dict[str, list[str]]) -> tuple[str, int,
         and i.quote in texts[i.doc][i.line - 1]
     ]
     blocking = [i for i in items if i.severity in BLOCKING]
+    per = 1000 / max(total_lines, 1)
     out = [
         f"documents and logs: {len(texts)}, lines: {total_lines}, lines of prose: {prose_lines}",
-        f"findings: {len(items)} ({len(items) * 1000 / total_lines:.1f} per 1,000 lines); "
-        f"blocker+should-fix: {len(blocking)} ({len(blocking) * 1000 / total_lines:.1f} per 1,000 lines, "
-        f"{len(blocking) * 100 / max(prose_lines, 1):.2f} per 100 lines of prose)",
+        f"findings: {len(items)} ({len(items) * per:.1f} per 1,000 lines); "
+        f"blocker+should-fix: {len(blocking)} ({len(blocking) * per:.1f} per 1,000 lines, "
+        f"{len(blocking) * 100 / max(prose_lines, 1):.2f} per 100 lines of prose); "
+        f"suggestions: {len(items) - len(blocking)} "
+        f"({(len(items) - len(blocking)) * per:.1f} per 1,000 lines)",
         f"findings inside code, HTML comments, link definitions or front matter: {len(inside)}",
         f"findings with a line and an exact quote of that line: {len(located)} of {len(items)} "
         f"({len(located) / max(len(items), 1):.0%})",
@@ -237,9 +292,9 @@ def placement(items: list[Item], texts: dict[str, list[str]]) -> tuple[str, int,
 
 
 def big_design(lines: int) -> str:
-    """A design of about ``lines`` lines, made of the corpus documents end to end."""
+    """A design of about ``lines`` lines, made of the original corpus documents end to end."""
     out: list[str] = []
-    docs = [p.read_text(encoding="utf-8").split("\n") for p in documents()]
+    docs = [p.read_text(encoding="utf-8").split("\n") for p in documents(("original",))]
     index = 0
     while len(out) < lines:
         out += docs[index % len(docs)] + [""]
@@ -277,11 +332,14 @@ def print_sample(items: list[Item], labels: dict[Any, Any], texts: dict[str, lis
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--set", action="append", choices=SETS, dest="sets")
     parser.add_argument("--labels-sample", type=int, default=0)
+    parser.add_argument("--no-timings", action="store_true")
     args = parser.parse_args()
-    labels = load_labels()
+    sets = tuple(args.sets or DEFAULT_SETS)
+    labels = load_labels(sets)
     with tempfile.TemporaryDirectory() as tmp:
-        items, texts = collect(Path(tmp))
+        items, texts = collect(Path(tmp), sets)
         if args.labels_sample:
             print_sample(items, labels, texts, args.labels_sample)
             return
@@ -295,15 +353,18 @@ def main() -> None:
         print()
         print(placement(items, texts)[0])
         print("\nresearch-log runs (designloop create, offline engine):")
-        for name, data in research_log_runs(Path(tmp)):
+        for name, data in research_log_runs(Path(tmp), sets):
             after = {role: len(found) for role, found in data.get("after", {}).items()}
             print(
                 f"  {name}: {data.get('outcome')} in {data.get('rounds')} round(s), "
                 f"exit {data['exit_code']}, "
-                f"{data['design_lines']}-line design; blocker+should-fix on a fresh review of it: {after}"
+                f"{data['design_lines']}-line design; blocker+should-fix on a fresh review of it: {after}; "
+                f"fields lost: {data['lost_fields'] or 'none'}; "
+                f"Decision tokens lost: {data['lost_tokens'] or 'none'}"
             )
-        print("\nseconds per role (the prose view and every rule are linear in the document):")
-        print(timings(Path(tmp)))
+        if not args.no_timings:
+            print("\nseconds per role (the prose view and every rule are linear in the document):")
+            print(timings(Path(tmp)))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -33,6 +34,14 @@ def load_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(f"invalid TOML: {exc}", file=path, line=line, hint="fix the TOML syntax") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not valid UTF-8: byte 0x{exc.object[exc.start]:02x} at byte offset {exc.start}",
+            file=path,
+            hint="re-save the file as UTF-8 (TOML files are UTF-8)",
+        ) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", file=path, hint="pass the file's path") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,20 +160,46 @@ def repo_root(start: Path | None = None) -> Path:
 @dataclass(frozen=True, slots=True)
 class RunSettings:
     spawn_timeout: float = 600.0
+    """The longest one role's spawn may take, all its turns together."""
+    first_turn_timeout: float = 30.0
+    """The longest a spawn waits for its first answer (a hung provider ends here, not at
+    ``spawn_timeout``)."""
     warmup_cap: float = 60.0
     """The longest the rest of a fan-out waits for the first spawn's first answer."""
     bash_timeout: float = 10.0
+    spawn_requests: int = 100
+    """The most model requests one spawn may make (a role that loops stops here)."""
 
 
 RENAMED = {"warmup_delay": "warmup_cap"}
 """Earlier names of [run] settings, still read: the fixed warm-up delay became its cap."""
+POSITIVE = frozenset({"spawn_timeout", "first_turn_timeout", "bash_timeout", "spawn_requests"})
+"""Settings that must be above zero (a zero ``warmup_cap`` means no wait)."""
+
+
+def _run_value(key: str, value: object, source: Path) -> float:
+    """One [run] setting, checked: a finite number (a whole one for a count), at least 0 or above it."""
+    whole = key == "spawn_requests"
+    kind = "a whole number" if whole else "a number of seconds"
+    floor = "above 0" if key in POSITIVE else "0 or more"
+    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    ok = math.isfinite(number) and (isinstance(value, int) or not whole)
+    ok = ok and (number > 0 if key in POSITIVE else number >= 0)
+    if not ok:
+        default = getattr(RunSettings(), key)
+        raise InputError(
+            f"[run] {key} must be {kind}, {floor} (not {value!r})",
+            file=source,
+            hint=f"e.g. {key} = {default:g} (see params/defaults.toml)",
+        )
+    return number
 
 
 def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
     raw = data.get("run", {})
     if not isinstance(raw, dict):
         raise InputError("[run] must be a table", file=source, hint="write the settings under a [run] table")
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}
     for given, value in raw.items():
         key = RENAMED.get(given, given)
         if key in values:
@@ -178,11 +213,8 @@ def run_settings(data: dict[str, Any], source: Path) -> RunSettings:
             raise InputError(
                 f"unknown setting [run] {key}",
                 file=source,
-                hint="known: spawn_timeout, warmup_cap, bash_timeout (see params/defaults.toml)",
+                hint=f"known: {', '.join(RunSettings.__dataclass_fields__)} (see params/defaults.toml)",
             )
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise InputError(
-                f"[run] {key} must be a non-negative number", file=source, hint="e.g. spawn_timeout = 600"
-            )
-        values[key] = float(value)
+        number = _run_value(key, value, source)
+        values[key] = int(number) if key == "spawn_requests" else number
     return RunSettings(**values)

@@ -16,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pipeline.agents.roles import load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.formats.design_dir import DesignDir, open_design_dir
+from pipeline.formats.paging import parse_page
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "docs" / "adr" / "0001-request-rate-limiter"
@@ -182,16 +183,25 @@ class LegacyBridge(httpx2.AsyncBaseTransport):
         )
 
 
+def params_in(content: object) -> dict[str, Any] | None:
+    """The params a tool result holds: a Read of a params file, read through its line numbers
+    as a model reads them; None for any other result."""
+    if not isinstance(content, str):
+        return None
+    try:
+        data = json.loads(parse_page(content).text)
+    except (ValueError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and "role" in data else None
+
+
 def spawn_of(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The params the spawn read (the first tool result that is a params file), or None on a
     spawn's first turn: that request names no spawn, and every spawn of a role sends the same."""
     for m in messages:
         if m["role"] == "tool":
-            try:
-                data = json.loads(m["content"])
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and "role" in data:
+            data = params_in(m["content"])
+            if data is not None:
                 return data
     return None
 

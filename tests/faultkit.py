@@ -97,7 +97,7 @@ class ScriptedServer:
         self.httpd.server_close()
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        from agentkit import chat_completion, completion, spawn_of
+        from agentkit import chat_completion, completion, params_in, spawn_of
 
         messages = body["messages"]
         prompt = next(m["content"] for m in messages if m["role"] == "user")
@@ -105,8 +105,8 @@ class ScriptedServer:
         last = messages[-1]
         if last["role"] == "user":
             return chat_completion("read", {"path": params_path}, "call-read")
-        if last["content"].lstrip().startswith("{"):
-            params = json.loads(last["content"])
+        params = params_in(last["content"])
+        if params is not None:
             if params["role"] == "design-author":
                 return chat_completion(
                     "write", {"path": params["output_path"], "content": self.document}, "call-write"

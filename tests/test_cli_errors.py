@@ -103,3 +103,34 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr and "research log not found" in done.stderr
+
+
+def _without(modules: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process where ``modules`` cannot be imported (an install without the extra)."""
+    block = "; ".join(f"sys.modules[{m!r}] = None" for m in modules)
+    code = f"import sys; {block}; from pipeline.cli import run; sys.argv = ['designloop', *{args!r}]; run()"
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_a_provider_whose_package_is_not_installed_names_the_extra(tmp_path: Path) -> None:
+    from agentkit import make_repo
+
+    d = make_repo(tmp_path)
+    before = {p: p.read_bytes() for p in d.root.rglob("*") if p.is_file()}
+    done = _without(["anthropic"], ["create", str(d.root), "--model", "anthropic:claude-x"], d.repo_root)
+    assert done.returncode == 2, done.stderr
+    assert (
+        "model 'anthropic:claude-x' needs the anthropic client package, which is not installed" in done.stderr
+    )
+    assert "what to do: pip install 'designloop[anthropic]'" in done.stderr and "Traceback" not in done.stderr
+    assert {p: p.read_bytes() for p in d.root.rglob("*") if p.is_file()} == before
+
+
+def test_the_postgresql_store_without_its_packages_names_the_extra(tmp_path: Path) -> None:
+    done = _without(["psycopg"], ["runs", "--store", "postgresql://ci@db/x"], tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "the PostgreSQL store needs packages that are not installed (psycopg" in done.stderr
+    assert "pip install 'designloop[postgres]'" in done.stderr
+    assert "Traceback" not in done.stderr
+    local = _without(["psycopg", "pgqueuer"], ["runs", "--runs-dir", str(tmp_path / "runs")], tmp_path)
+    assert local.returncode == 0, local.stderr

@@ -210,7 +210,7 @@ def test_no_role_reads_the_cache_the_run_records_or_other_params(
     ):
         assert refused(ctx, path), path
     own = ctx.deps.private.allowed
-    assert len(own) == 1 and read(ctx, str(next(iter(own)))).startswith("{")  # type: ignore[arg-type]
+    assert len(own) == 1 and read(ctx, str(next(iter(own)))).startswith("1\t{")  # type: ignore[arg-type]
     assert "runs/" not in glob_files(ctx, "**")  # type: ignore[arg-type]
     assert "runs" not in read(ctx, ".").split("\n")  # type: ignore[arg-type]
     assert "reviews" not in read(ctx, str(d.workflow.relative_to(d.repo_root))).split("\n")  # type: ignore[arg-type]

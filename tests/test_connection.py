@@ -12,9 +12,9 @@ import pydantic_ai.models
 import pytest
 from agentkit import make_repo, runtime
 
-from pipeline.agents.cache import RetryPolicy
 from pipeline.agents.models import describe_failure
 from pipeline.agents.resolve import check_base_url
+from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.review import review_once
 from pipeline.errors import InputError
 from pipeline.settings import Limits

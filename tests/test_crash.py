@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentkit import chat_completion, events_so_far, make_repo, send_json, spawn_of
+from agentkit import chat_completion, events_so_far, make_repo, params_in, send_json, spawn_of
 from graphkit import long_design
 
 from pipeline.errors import ExitCode
@@ -47,7 +47,7 @@ class Script(BaseHTTPRequestHandler):
         last = messages[-1]
         if params is None:
             stage, reply = "read", chat_completion("read", {"path": params_token}, "call-read")
-        elif params["role"] == "design-author" and last["content"].lstrip().startswith("{"):
+        elif params["role"] == "design-author" and params_in(last["content"]) is not None:
             stage = "write"
             reply = chat_completion("write", {"path": params["output_path"], "content": DOC}, "call-write")
         elif params["role"] == "design-author":

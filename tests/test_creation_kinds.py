@@ -216,7 +216,7 @@ def test_final_without_readable_code_says_what_it_could_not_check(tmp_path: Path
     d = make_repo(tmp_path)
     empty = d.repo_root / "nocode"
     empty.mkdir()
-    (empty / "notes.txt").write_text("no source here\n")
+    (empty / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")  # no text to read
     runs = ["--runs-dir", str(tmp_path / "runs")]
     result = run_cli(["final", str(d.root), "--code-root", str(empty), *runs, "--json"])
     assert result.code == ExitCode.OK, result.err

@@ -357,3 +357,31 @@ def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path)
     assert result.state is not None and result.state.outcome is not None
     assert result.state.outcome.verdict == "INCONCLUSIVE" and result.exit_code == ExitCode.INCONCLUSIVE
     assert "INCONCLUSIVE" in entry_text(d, 1)
+
+
+def test_an_edits_json_carries_its_suggestions_and_the_entry_names_every_role(tmp_path: Path) -> None:
+    d = stamped_repo(tmp_path)
+    code, out, err = edit(
+        d,
+        tmp_path,
+        "content-edit",
+        "--section",
+        "Overview",
+        "--old",
+        "and told when to retry.",
+        "--new",
+        "and told when to retry through the QZX channel.",
+    )
+    assert code == 0, err
+    suggestion = [f for f in out["findings"] if f["severity"] == "suggestion"]
+    assert suggestion and suggestion[0]["rule"] == "cr-term-order" and "QZX" in suggestion[0]["message"]
+    assert suggestion[0] | {"message": ""} == suggestion[0] | {
+        "message": "",
+        "role": "comprehension-review",
+        "rounds": [1],
+        "status": "left",
+        "blocking": False,
+    }
+    assert out["blocking"] == 0
+    entry = entry_text(d, 1)
+    assert "**Rounds**:\n- round 1: mechanical PASS; comprehension-review 1 suggestion" in entry

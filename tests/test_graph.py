@@ -394,3 +394,63 @@ def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Pa
         ).read_text()
     )
     assert [f["rule"] for f in params["flagged_passages"]] == ["dsc-parenthetical-aside"]
+
+
+def test_the_entry_and_json_tell_every_role_per_round_and_the_fate_of_each_finding(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path)
+    author = writes(lambda r: long_design(TRIP if r == 1 else None))
+    hedge = finding("hs-hedge", severity="suggestion", section="Overview", quote="A small service")
+
+    def absorption(params: dict[str, Any]) -> dict[str, Any]:
+        if params["round"] == 1:
+            missing = finding("abs-missing-record", section="Overview", quote="# Generated design")
+            return {"verdict": "NEEDS REVISION", "findings": [missing, hedge]}
+        return {"verdict": "PASS", "findings": [hedge]}
+
+    result = go(
+        run_dir,
+        {
+            "design-author": author,
+            "absorption-check": returns(absorption),
+            "comprehension-review": returns(PASS),
+        },
+    )
+    assert result.state.outcome.verdict == "PASS" and result.state.round == 2
+    log = d.mutations.read_text()
+    rounds = log.split("**Rounds**:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert rounds[0].startswith(
+        "- round 1: design-author wrote the draft; mechanical PASS; readability-auditor (2 slices) 1 should-fix"
+    )
+    assert rounds[0].endswith("; absorption-check 1 should-fix, 1 suggestion")
+    # The absorption check's should-fix on Overview kept that section unsettled, so round 2's
+    # auditors read both slices (formats.settled: settled means checked).
+    assert rounds[1] == (
+        "- round 2: design-author revised the draft; mechanical PASS; readability-auditor (2 slices) PASS; "
+        "absorption-check 1 suggestion; comprehension-review PASS"
+    )
+    earlier = log.split("**Raised in earlier rounds**:\n", 1)[1].strip().splitlines()
+    assert any(
+        line.startswith("- round 1, readability-auditor, should-fix: hs-sentence-length")
+        and line.endswith("— fixed in round 2")
+        for line in earlier
+    )
+    assert any("abs-missing-record" in line and line.endswith("— fixed in round 2") for line in earlier)
+    assert any("hs-hedge" in line and line.endswith("— raised again in round 2") for line in earlier)
+    found = result.to_json()["findings"]
+    by_rule = {f["rule"]: f for f in found}
+    hedged = by_rule["hs-hedge"]
+    assert {k: hedged[k] for k in ("severity", "role", "rounds", "status", "blocking")} == {
+        "severity": "suggestion",
+        "role": "absorption-check",
+        "rounds": [1, 2],
+        "status": "left",
+        "blocking": False,
+    }
+    assert (
+        by_rule["abs-missing-record"]["status"] == "fixed" and not by_rule["abs-missing-record"]["blocking"]
+    )
+    assert by_rule["hs-sentence-length"]["status"] == "fixed" and by_rule["hs-sentence-length"]["rounds"] == [
+        1
+    ]
+    assert result.to_json()["blocking"] == 0

@@ -22,7 +22,9 @@ def test_report_shows_findings_per_round_settled_sections_costs_diff_and_entry(t
     markdown = (run_dir / "report.md").read_text()
     assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.split("<svg", 1)[0]
     assert "round 1: 1 should-fix" in page and "<title>round 1: 1 should-fix</title>" in page
-    assert "hs-sentence-length" not in markdown  # the report counts findings; the review log names them
+    counted, entry = markdown.split("## Review-log entry", 1)
+    assert "hs-sentence-length" not in counted  # the report counts findings; the review log names them
+    assert "hs-sentence-length" in entry and "— fixed in round 2" in entry
     assert "| 1 | Part of the service 13 | 0 | 1 | 0 |" in markdown
     assert "- round 2: " in markdown and "Part of the service 0" in markdown.split("## Settled sections")[1]
     assert "| readability-auditor | 3 |" in markdown  # two slices in round 1, one in round 2

@@ -17,8 +17,9 @@ from agentkit import LegacyBridge, anthropic_message, chat_completion, make_repo
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pipeline.agents.cache import RetryPolicy, open_cache
+from pipeline.agents.cache import open_cache
 from pipeline.agents.models import build_model
+from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.review import review_once
 from pipeline.agents.usage import Budget, BudgetExceeded
 from pipeline.formats.design_dir import DesignDir
@@ -339,3 +340,47 @@ def test_an_identical_request_in_flight_is_asked_once(tmp_path: Path, first: str
     else:
         assert count == 2 and isinstance(leader, ModelHTTPError)
         assert all(f.parts[0].content == "the answer" for f in followers)
+
+
+def test_identical_requests_of_two_runs_in_one_process_are_asked_once(tmp_path: Path) -> None:
+    """Two runs of a batch hold a model each (their own runtimes) but share the batch's one
+    registry of requests being asked: the first turn of a role, the same in every directory,
+    is sent once while it is in flight."""
+    from pydantic_ai.messages import ModelRequest
+    from pydantic_ai.models import ModelRequestParameters
+
+    from pipeline.agents.cache import CachedModel, InFlight
+
+    async def scenario(shared: bool) -> int:
+        model, entered, release, calls = _held_model(["ok", "ok"])
+        registry = InFlight()
+        runs = [
+            CachedModel(
+                model, open_cache(tmp_path / f"cache-{shared}"), inflight=registry if shared else None
+            )
+            for _ in range(2)
+        ]
+        messages: list[Any] = [ModelRequest.user_text_prompt("the first turn of a role")]
+        first = asyncio.ensure_future(runs[0].request(messages, None, ModelRequestParameters()))
+        await entered.wait()
+        second = asyncio.ensure_future(runs[1].request(messages, None, ModelRequestParameters()))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(first, second)
+        return len(calls)
+
+    assert asyncio.run(scenario(shared=True)) == 1
+    assert asyncio.run(scenario(shared=False)) == 2  # the registry is what makes it once
+
+
+def test_a_batch_hands_every_run_one_registry_of_requests_in_flight(tmp_path: Path) -> None:
+    from batchkit import batch_repo, run_batch
+
+    repo = batch_repo(tmp_path, ["a", "b", "c"])
+    seen: list[int] = []
+    batch = run_batch(
+        repo, ["a", "b", "c"], configure=lambda deps: seen.append(id(deps.runtime.inflight)), jobs=3
+    )
+    assert [r.outcome for r in batch.rows] == ["PASS"] * 3
+    assert len(seen) == 3 and len(set(seen)) == 1

@@ -26,7 +26,12 @@ def repo(tmp_path: Path):  # type: ignore[no-untyped-def]
 def cold(d, role: str = "readability-auditor") -> Ctx:  # type: ignore[no-untyped-def]
     item = forbid(d.research_log)
     assert item is not None
-    return Ctx(ToolContext(role=role, repo_root=d.repo_root, forbidden=[item], code_root=d.code_root))
+    reviewed = frozenset({d.design.resolve()})  # the design under review: its share of the log is its own
+    return Ctx(
+        ToolContext(
+            role=role, repo_root=d.repo_root, forbidden=[item], code_root=d.code_root, reviewed=reviewed
+        )
+    )
 
 
 def test_escapes_are_refused(repo) -> None:  # type: ignore[no-untyped-def]
@@ -91,12 +96,37 @@ def test_bash_allow_list(repo) -> None:  # type: ignore[no-untyped-def]
     assert "refill" in bash(ctx, "grep -rn refill code")  # type: ignore[arg-type]
 
 
+def test_a_listed_command_that_is_not_installed_says_so(repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    monkeypatch.setenv("PATH", str(repo.repo_root / "no-such-bin"))
+    out = bash(ctx, "rg -n refill code")  # type: ignore[arg-type]
+    assert out.startswith("error: rg is not installed on this machine")
+    assert "grep" in out and "Grep tool" in out
+    assert "No such file" not in out
+
+
+def test_grep_and_glob_skip_version_control(repo) -> None:  # type: ignore[no-untyped-def]
+    git = repo.repo_root / ".git"
+    (git / "objects").mkdir(parents=True, exist_ok=True)
+    (git / "COMMIT_EDITMSG").write_text("refill the bucket\n")
+    (git / "objects" / "refill.md").write_text("refill\n")
+    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    shell = bash(ctx, "grep -rn refill .")  # type: ignore[arg-type]
+    assert "code/" in shell and ".git/" not in shell
+    assert ".git/" not in bash(ctx, "grep -rln refill")  # type: ignore[arg-type]
+    assert ".git" not in grep(ctx, "refill")  # type: ignore[arg-type]
+    assert ".git" not in glob_files(ctx, "**/*.md") and ".git" not in glob_files(ctx, ".git/*")  # type: ignore[arg-type]
+
+
 def test_psi_lookups(repo) -> None:  # type: ignore[no-untyped-def]
     ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, code_root=repo.code_root))
     assert psi(ctx, "TokenBucket.take") == "method TokenBucket.take at code/ratelimit/bucket.py:36"  # type: ignore[arg-type]
     assert "def bucket_key(tenant: str, route: str) -> str" in psi(ctx, "bucket_key", "signature")  # type: ignore[arg-type]
     assert "code/ratelimit/middleware.py" in psi(ctx, "bucket_key", "references")  # type: ignore[arg-type]
-    assert psi(ctx, "NoSuchThing").startswith("no definition")  # type: ignore[arg-type]
+    assert psi(ctx, "NoSuchThing") == (  # type: ignore[arg-type]
+        "no definition of NoSuchThing, and the name appears nowhere under the code root (python 5 files)"
+    )
+    assert psi(ctx, "self").startswith("no definition of self; the name appears on ")  # type: ignore[arg-type]
     assert psi(ctx, "ratelimit/store.py", "file") == "code/ratelimit/store.py"  # type: ignore[arg-type]
 
 
@@ -131,6 +161,11 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     assert "The API limits how fast" in seen  # the Overview anchor
     assert "RateLimitMiddleware" in seen  # its own slice
     assert len(seen.splitlines()) == len(repo.design.read_text().splitlines())  # line numbers kept
+    numbered = seen.splitlines()
+    assert numbered[section - 1] == f"{section}\t## Buckets per tenant and route"
+    assert numbered[section + 20] == f"{section + 21}\t" or numbered[section + 20].startswith(
+        f"{section + 21}\t#"
+    )
     assert "Secret" not in grep(ctx, "Secret", params.target_path)  # type: ignore[arg-type]
     assert read(ctx, "code/ratelimit/store.py").startswith("refused:")  # type: ignore[arg-type]
-    assert read(ctx, str(spawn.params_path)).startswith("{")  # type: ignore[arg-type]
+    assert read(ctx, str(spawn.params_path)).startswith("1\t{")  # type: ignore[arg-type]

@@ -4,7 +4,6 @@ evidence), worker processes, and the store's view of which runs ended."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from agentkit import params_in
 from faultkit import ScriptedServer
 
 
@@ -33,9 +33,7 @@ class HoldingServer(ScriptedServer):
         if (
             not self.held.is_set()
             and last["role"] != "user"
-            and isinstance(content, str)
-            and content.lstrip().startswith("{")
-            and json.loads(content).get("role") == self.role
+            and (params_in(content) or {}).get("role") == self.role
             and self.directory in content
         ):
             self.held.set()

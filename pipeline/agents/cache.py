@@ -3,9 +3,11 @@
 ``CachedModel`` wraps any pydantic-ai model. Each request is keyed by the model name and
 the full request content (instructions, every message part, tool definitions and output
 schema), never by call order, and the response is stored in a diskcache. A repeated or
-resumed request is answered from the cache at zero cost. Transient provider errors (429
-honouring Retry-After, 5xx, timeouts, connection errors) are retried with tenacity,
-bounded and jittered. Provider SDK retries are switched off so retries happen once, here.
+resumed request is answered from the cache at zero cost. What fails in passing is asked again
+as agents.retry's policy says; provider SDK retries are switched off so retries happen once,
+here. A spawn's first request has a deadline of its own (``first_turn_timeout``, retries
+included), so a provider that hangs ends a spawn in tens of seconds rather than at the whole
+spawn's timeout.
 """
 
 from __future__ import annotations
@@ -15,23 +17,20 @@ import contextvars
 import hashlib
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-import anyio
 import diskcache
-from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
-from tenacity.wait import wait_base
 
+from pipeline.agents.retry import FirstAnswerTimeout, RetryPolicy
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.settings import CACHE_DB, make_runs_dir
@@ -115,54 +114,6 @@ def key_of(body: dict[str, Any], attempt: int = 1) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, ModelHTTPError):
-        return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
-    if isinstance(exc, ModelAPIError):
-        name = type(exc).__name__
-        return any(
-            word in name
-            for word in ("RateLimit", "Server", "Connection", "Timeout", "Unavailable", "Overloaded")
-        )
-    return isinstance(exc, TimeoutError | ConnectionError)
-
-
-def retry_after(exc: BaseException) -> float | None:
-    headers = getattr(exc, "headers", None) or {}
-    value = headers.get("retry-after") if isinstance(headers, dict) else None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-class wait_retry_after(wait_base):
-    """Honour a provider's Retry-After (capped); otherwise jittered exponential backoff."""
-
-    def __init__(self, fallback: wait_base, cap: float) -> None:
-        self.fallback = fallback
-        self.cap = cap
-
-    def __call__(self, retry_state: Any) -> float:
-        outcome = retry_state.outcome
-        exc = outcome.exception() if outcome is not None else None
-        hinted = retry_after(exc) if exc is not None else None
-        if hinted is not None:
-            return min(hinted, self.cap)
-        return float(self.fallback(retry_state))
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    attempts: int = 4
-    base: float = 0.5
-    max_wait: float = 30.0
-    retry_after_cap: float = 120.0
-    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
-
-
 def response_cost(response: ModelResponse) -> Decimal | None:
     try:
         return Decimal(response.cost().total_price)
@@ -180,16 +131,30 @@ class RequestCache(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(slots=True)
+class InFlight:
+    """Requests being asked now, by cache key: an identical one waits for that answer instead
+    of asking again. One registry serves every role of a run, and every run of a batch (the
+    first turn of each role is the same request in every directory)."""
+
+    pending: dict[str, asyncio.Future[bytes]] = field(default_factory=dict)
+
+
 class CachedModel(WrapperModel):
     """A model whose every request is content-keyed, cached and retried."""
 
-    def __init__(self, wrapped: Model, cache: RequestCache | None, policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        wrapped: Model,
+        cache: RequestCache | None,
+        policy: RetryPolicy | None = None,
+        inflight: InFlight | None = None,
+    ) -> None:
         super().__init__(wrapped)
         self.cache = cache
         self.policy = policy or RetryPolicy()
-        self._inflight: dict[str, asyncio.Future[bytes]] = {}
-        """Requests being asked now: an identical one (the first turn of every spawn in a
-        fan-out) waits for that answer instead of asking again."""
+        self._inflight = (inflight or InFlight()).pending
+        """Requests being asked now (shared with every model of the registry handed in)."""
 
     @property
     def model_name(self) -> str:
@@ -229,7 +194,7 @@ class CachedModel(WrapperModel):
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            response = await self._ask(messages, model_settings, model_request_parameters)
+            response = await self._first_or_later(messages, model_settings, model_request_parameters)
         except BaseException as exc:
             # Whoever waits asks on its own (a cancellation here is not theirs to share).
             future.set_exception(
@@ -259,6 +224,24 @@ class CachedModel(WrapperModel):
         _answered()
         return response
 
+    async def _first_or_later(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Ask; a spawn's first request (no answer in the conversation yet) within its deadline."""
+        deadline = self.policy.first_turn_timeout
+        if deadline is None or any(isinstance(m, ModelResponse) for m in messages):
+            return await self._ask(messages, model_settings, model_request_parameters)
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._ask(messages, model_settings, model_request_parameters)
+        except TimeoutError:
+            raise FirstAnswerTimeout(
+                f"no first answer within {deadline:g} s ([run] first_turn_timeout; a slow server needs more)"
+            ) from None
+
     def _stored(self, key: str) -> bytes | None:
         if self.cache is None:
             return None
@@ -273,18 +256,8 @@ class CachedModel(WrapperModel):
     ) -> ModelResponse:
         """Ask the provider, retrying what is transient."""
         settings: ModelSettings = {**(model_settings or {}), "max_retries": 0}
-        policy = self.policy
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(is_transient),
-            stop=stop_after_attempt(policy.attempts),
-            wait=wait_retry_after(
-                wait_random_exponential(multiplier=policy.base, max=policy.max_wait), policy.retry_after_cap
-            ),
-            sleep=policy.sleep,
-            reraise=True,
-        )
         response: ModelResponse | None = None
-        async for attempt in retrying:
+        async for attempt in self.policy.retrying():
             with attempt:
                 response = await self.wrapped.request(messages, settings, model_request_parameters)
         assert response is not None

@@ -1,12 +1,14 @@
 """What a role may not read, by content as well as by path.
 
 The research log is recognised in any file by its normalised text (BOM, line endings and
-whitespace removed from the comparison): an exact copy under any name, link or inode, and a
-file that is mostly the log or holds nearly all of it (an excerpt, or a copy of an earlier
-version made before the log was rewritten). A design draft that absorbs the log's decisions
-is not one: it quotes a part of the log among much prose of its own. The draft a cold role
-reviews may hold nearly all of a log that is mostly decision records (its records absorb
-every decision); it is refused only when it is the log or mostly the log.
+whitespace removed from the comparison): an exact copy under any name, link or inode, a file
+that is mostly the log or holds nearly all of it (a copy of an earlier version made before the
+log was rewritten), and an excerpt of any size: a file that holds a run of the log's words
+(``GRAM`` words in a row from one of its lines, case, punctuation, line breaks and JSON escapes
+aside) that the design under review does not hold. What the design under review shares with
+the log is what an honest design absorbs, so it is no excerpt; the draft a cold role reviews
+is refused only when it is the log or mostly the log. :class:`LogWords` also takes the log's
+words out of a text (the review-log entry a cold role may read).
 
 Private paths (the runs directory with its run records, checkpoints and model-call cache,
 and the spawns' params files under ``_workflow/reviews``) are refused to every role, with
@@ -18,8 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pipeline.agents.readable import marker_entries
 
 MIN_LINE = 20
 """Lines shorter than this (after normalising) are too common to tell a copy apart."""
@@ -31,9 +37,118 @@ NEARLY_ALL = 0.8
 """A file that holds at least this share of the log's distinctive text holds the log."""
 
 
+GRAM = 5
+"""Words in a row that make an excerpt of the log ..."""
+GRAM_CHARS = 20
+"""... when they hold at least this many letters and digits."""
+WORD = re.compile(r"[^\W_]+")
+ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|[nrtbf\"\\/])")
+Gram = tuple[str, ...]
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code, 16)) if code else " "
+
+
+def words(text: str) -> list[str]:
+    """The text's words, case folded, with JSON and string escapes read through."""
+    return WORD.findall(ESCAPE.sub(_unescape, text).casefold())
+
+
+def line_grams(text: str) -> set[Gram]:
+    """Every run of ``GRAM`` words within one line of ``text`` (at least ``GRAM_CHARS`` long)."""
+    found: set[Gram] = set()
+    for line in text.split("\n"):
+        found.update(g for g in _runs(words(line)) if sum(map(len, g)) >= GRAM_CHARS)
+    return found
+
+
+def line_runs(text: str) -> set[Gram]:
+    """The words of every line of ``text`` that has at least ``GRAM`` words (``GRAM_CHARS`` long)."""
+    found: set[Gram] = set()
+    for line in text.split("\n"):
+        run = tuple(words(line))
+        if len(run) >= GRAM and sum(map(len, run)) >= GRAM_CHARS:
+            found.add(run)
+    return found
+
+
+def _runs(items: list[str]) -> Iterator[Gram]:
+    for i in range(len(items) - GRAM + 1):
+        yield tuple(items[i : i + GRAM])
+
+
+def grams(text: str) -> set[Gram]:
+    """Every run of ``GRAM`` words in ``text``, across lines."""
+    return set(_runs(words(text)))
+
+
+@dataclass(slots=True)
+class LogWords:
+    """The research log's words that a text shared with the design does not excuse: its runs of
+    ``GRAM`` words and its whole lines (a line whose every run the design holds, but not in that
+    order or with that decision number, is the log's still)."""
+
+    log_only: set[Gram] = field(default_factory=set)
+    lines: set[Gram] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, log_text: str, shared: Iterable[str]) -> LogWords:
+        return cls.parts([line_grams(log_text)], [line_runs(log_text)], shared)
+
+    @classmethod
+    def parts(
+        cls, gram_sets: Iterable[set[Gram]], line_sets: Iterable[set[Gram]], shared: Iterable[str]
+    ) -> LogWords:
+        """From the grams and lines of one or more versions of the log, less what ``shared`` holds."""
+        texts = list(shared)
+        held: set[Gram] = set().union(*(grams(t) for t in texts))
+        joined = [" ".join(words(t)) for t in texts]
+        only = set().union(*gram_sets) - held
+        lines = {run for run in set().union(*line_sets) if not any(" ".join(run) in t for t in joined)}
+        return cls(only, lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.log_only or self.lines)
+
+    def held_by(self, text: str) -> bool:
+        """Whether ``text`` holds any of the log's own words."""
+        found = words(text)
+        if any(g in self.log_only for g in _runs(found)):
+            return True
+        joined = " ".join(found)
+        return any(" ".join(run) in joined for run in self.lines)
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """``text`` with every run of the log's own words replaced by ``[…]``, and how many runs."""
+        found = [(m.start(), m.end(), m.group().casefold()) for m in WORD.finditer(text)]
+        plain = [w for _, _, w in found]
+        hit = [False] * len(found)
+        for i in range(len(found) - GRAM + 1):
+            if tuple(plain[i : i + GRAM]) in self.log_only:
+                hit[i : i + GRAM] = [True] * GRAM
+        for run in self.lines:
+            for i in range(len(plain) - len(run) + 1):
+                if tuple(plain[i : i + len(run)]) == run:
+                    hit[i : i + len(run)] = [True] * len(run)
+        out, at, runs, i = [], 0, 0, 0
+        while i < len(found):
+            if not hit[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(found) and hit[j + 1]:
+                j += 1
+            out += [text[at : found[i][0]], "[…]"]
+            at, runs, i = found[j][1], runs + 1, j + 1
+        return "".join(out) + text[at:], runs
+
+
 def normalise(data: bytes) -> str:
-    """Text with any BOM dropped, line endings unified and trailing space removed."""
-    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    """Text with any BOM dropped, line endings unified and trailing space removed; NUL characters
+    dropped (UTF-16 text read as UTF-8 is its letters with a NUL between them)."""
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\x00", "")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
@@ -58,6 +173,10 @@ class ForbiddenFile:
     """SHA-256 of the normalised text."""
     lines: dict[str, int] = field(default_factory=dict)
     mass: int = 0
+    grams: set[Gram] = field(default_factory=set)
+    """Its runs of words (``line_grams``): what an excerpt of it holds ..."""
+    runs: set[Gram] = field(default_factory=set)
+    """... and its lines' words (``line_runs``)."""
 
     def matches(self, text: str, reviewed: bool = False) -> bool:
         """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it.
@@ -86,7 +205,68 @@ def forbid(path: Path) -> ForbiddenFile | None:
         return None
     lines = distinctive(text)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return ForbiddenFile(real, (stat.st_dev, stat.st_ino), digest, lines, sum(lines.values()))
+    return ForbiddenFile(
+        real,
+        (stat.st_dev, stat.st_ino),
+        digest,
+        lines,
+        sum(lines.values()),
+        line_grams(text),
+        line_runs(text),
+    )
+
+
+@dataclass(slots=True)
+class LogGuard:
+    """Whether a file holds the research log, for a cold role: the log by name or real path, or
+    any file (a hard link included) whose text is the log's (``ForbiddenFile.matches``) or holds an excerpt
+    of it the design under review (``reviewed``) does not (``LogWords``)."""
+
+    forbidden: list[ForbiddenFile]
+    reviewed: frozenset[Path]
+    _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
+    _log_only: LogWords | None = None
+
+    def holds(self, real: Path) -> bool:
+        if not self.forbidden:
+            return False
+        if real.name == "research-log.md":
+            return True
+        try:
+            stat = real.stat()
+        except OSError:
+            return False
+        if any(real == item.path for item in self.forbidden):
+            return True
+        # A hard link holds the log's very bytes, which the content check finds. An inode alone
+        # proves nothing: once the log is rewritten, a new file (the draft) may get its old
+        # version's inode back.
+        return real.is_file() and self._holds_text(real, stat)
+
+    def _holds_text(self, real: Path, stat: os.stat_result) -> bool:
+        reviewed = real in self.reviewed
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
+        if key not in self._seen:
+            try:
+                text = normalise(real.read_bytes())
+            except OSError:
+                return False
+            copy = any(item.matches(text, reviewed) for item in self.forbidden)
+            self._seen[key] = copy or (not reviewed and self.log_only().held_by(text))
+        return self._seen[key]
+
+    def log_only(self) -> LogWords:
+        """The log's words that the design under review does not share (what an excerpt holds)."""
+        if self._log_only is None:
+            shared: list[str] = []
+            for path in sorted(self.reviewed):
+                try:
+                    shared.append(normalise(path.read_bytes()))
+                except OSError:
+                    continue
+            grams = [item.grams for item in self.forbidden]
+            self._log_only = LogWords.parts(grams, [item.runs for item in self.forbidden], shared)
+        return self._log_only
 
 
 @dataclass(slots=True)
@@ -106,16 +286,21 @@ class LogVersions:
 
 @dataclass(slots=True)
 class Private:
-    """Directories no role may read, but for the files named in ``allowed``."""
+    """Directories no role may read, but for the files named in ``allowed``; with ``root``, also
+    every runs directory under it, found by its markers (agents.readable.store_marked)."""
 
     dirs: tuple[Path, ...] = ()
     allowed: frozenset[Path] = frozenset()
+    root: Path | None = None
     _inodes: set[tuple[int, int]] | None = None
+    _marked: dict[Path, list[Path]] = field(default_factory=dict)
 
     def covers(self, real: Path) -> bool:
         if real in self.allowed:
             return False
         if any(real == d or real.is_relative_to(d) for d in self.dirs):
+            return True
+        if self.root is not None and self._in_store(real):
             return True
         try:
             stat = real.stat()
@@ -123,6 +308,24 @@ class Private:
             return False
         # A hard link elsewhere to a private file (the model cache, a run record) is one too.
         return stat.st_nlink > 1 and (stat.st_dev, stat.st_ino) in self.inodes()
+
+    def _in_store(self, real: Path) -> bool:
+        """Whether ``real`` lies in a runs directory under ``root`` (or is a marked entry of the
+        root itself, when the root is one)."""
+        assert self.root is not None
+        if not real.is_relative_to(self.root) or real == self.root:
+            return False
+        rel = real.relative_to(self.root)
+        for ancestor in (rel, *rel.parents):
+            marks = self._marks(self.root / ancestor)
+            if marks and (ancestor != Path(".") or any(real.is_relative_to(m) for m in marks)):
+                return True
+        return False
+
+    def _marks(self, directory: Path) -> list[Path]:
+        if directory not in self._marked:
+            self._marked[directory] = marker_entries(directory)
+        return self._marked[directory]
 
     def inodes(self) -> set[tuple[int, int]]:
         if self._inodes is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from pipeline.agents.spawn import SpawnParams, review_output_path
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.edit_ops import INSTRUCTION
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.slices import Slice, partition_for
@@ -177,12 +178,16 @@ def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, o
             params["note"] = edit.note
         return params
     if role == "inline-editor":
+        # The user's instruction is a request, not a finding: it goes as its own key.
+        requests = [f.message for f in inputs.flagged if f.rule == INSTRUCTION]
         params = {
             "output_path": inputs.rel(inputs.draft),
             "mutation_kind": inputs.kind,
             "target": edit.target,
-            "flagged_passages": list(inputs.flagged),
+            "flagged_passages": [f for f in inputs.flagged if f.rule != INSTRUCTION],
         }
+        if requests:
+            params["instruction"] = "\n\n".join(requests)
         if edit.changed_section:
             params["changed_section"] = edit.changed_section
         if edit.mechanics is not None:
@@ -192,7 +197,10 @@ def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, o
         total = len(split_lines(read_text(inputs.draft, what="design").text))
         # One whole-document pass: no slice_count or total_lines, so the whole-doc guard stays inert.
         return {"target": "design", "target_path": inputs.rel(inputs.draft), "slice": (1, max(total, 1))}
-    raise InputError(f"role {role} takes no part in an interactive edit")
+    raise InputError(
+        f"role {role} takes no part in an interactive edit",
+        hint="an edit runs the comprehension review (and, on design-sync, the readability auditor)",
+    )
 
 
 def params_for(

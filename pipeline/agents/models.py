@@ -24,8 +24,23 @@ MODEL_HINT = (
 )
 
 
+EXTRAS = {"anthropic": "anthropic", "google": "google", "google-gla": "google", "google-vertex": "google"}
+"""Providers whose client package is an optional extra of designloop (pyproject.toml)."""
+
+
+def not_installed(spec: str) -> InputError:
+    """A model whose provider's client package is not installed: say which extra brings it."""
+    provider = spec.partition(":")[0]
+    extra = EXTRAS.get(provider, provider)
+    return InputError(
+        f"model {spec!r} needs the {provider} client package, which is not installed",
+        hint=f"pip install 'designloop[{extra}]' (or 'designloop[all]')",
+    )
+
+
 def check_spec(spec: str) -> None:
-    """Refuse a model string whose provider is unknown, before anything is written."""
+    """Refuse a model string whose provider is unknown, or whose client package is not
+    installed, before anything is written."""
     if spec == OFFLINE:
         return
     provider, _ = parse_model_id(spec)
@@ -35,6 +50,8 @@ def check_spec(spec: str) -> None:
         infer_provider_class(provider)
     except ValueError:
         raise InputError(f"model {spec!r} names an unknown provider {provider!r}", hint=MODEL_HINT) from None
+    except ImportError:
+        raise not_installed(spec) from None
 
 
 def server_of(spec: str, base_url: str | None) -> str:
@@ -101,6 +118,8 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
 
             return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, http_client=http_client))
         return infer_model(spec, provider_factory=_provider_factory(http_client, base_url))
+    except ImportError:
+        raise not_installed(spec) from None
     except Exception as exc:
         raise InputError(
             f"cannot use model {spec!r}: {redact(str(exc))}",

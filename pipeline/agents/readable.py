@@ -8,6 +8,10 @@ caches, build output) and whatever the caller keeps private. The code index also
 directories; the tools do not. The fingerprint digests the walk of whoever reads the code: the
 code index's when every role runs on the offline engine, the tools' when a model runs.
 
+Every runs directory designloop has used inside the repository is private to every role, not
+only the current one: a directory holding a checkpoint store, a request cache, the byproducts
+record or a run's directory is one (``store_marked``; ``store_dirs`` finds them all).
+
 designloop's own output files written into the repository (a batch's ``--sarif`` file, the
 ``report.html`` and ``report.md`` that ``report --out`` wrote) are recorded in the runs
 directory (``byproducts.json``; deleting it forgets them): no role reads them
@@ -19,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pipeline.formats.textio import atomic_write
+from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
 
 SKIP_DIRS = frozenset(
     {
@@ -43,6 +49,46 @@ SKIP_DIRS = frozenset(
     }
 )
 BYPRODUCTS = "byproducts.json"
+
+
+RUN_NAME = re.compile(r"\.?\d{8}-\d{6}-[a-z0-9-]+-[0-9a-f]{6}(?:\.partial)?")
+"""A run directory's name (a run's id), or a run still being started (``.<id>.partial``)."""
+STORE_FILES = frozenset({CHECKPOINTS, f"{CHECKPOINTS}-wal", f"{CHECKPOINTS}-shm", "byproducts.json"})
+UNSEARCHED = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__"})
+"""Directories ``store_dirs`` does not look into (a marked one in there is still private by
+``store_marked`` when a path under it is asked for)."""
+
+
+def marker_entries(directory: Path) -> list[Path]:
+    """The entries of ``directory`` that mark it as a runs directory (none: it is not one)."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    found = [directory / n for n in names if n in STORE_FILES or RUN_NAME.fullmatch(n)]
+    if CACHE_DIR in names and os.path.isfile(directory / CACHE_DIR / CACHE_DB):
+        found.append(directory / CACHE_DIR)
+    if "run.json" in names and "events.jsonl" in names:  # a run's own directory, copied alone
+        found.append(directory)
+    return found
+
+
+def store_marked(directory: Path) -> bool:
+    """Whether ``directory`` holds designloop's run store or request cache, or is a run's directory."""
+    return bool(marker_entries(directory))
+
+
+def store_dirs(root: Path) -> tuple[Path, ...]:
+    """Every runs directory under ``root`` (at the root itself: its marked entries only)."""
+    found: list[Path] = [p for p in marker_entries(root) if p != root]
+    for dirpath, dirnames, _ in os.walk(root):
+        here = Path(dirpath)
+        if here != root and store_marked(here):
+            found.append(here)
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in UNSEARCHED and here / d not in found)
+    return tuple(found)
 
 
 def nothing(path: Path) -> bool:

@@ -12,10 +12,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 from urllib.parse import urlsplit, urlunsplit
 
-from pipeline.agents.roles import RoleDef
+from pipeline.agents.roles import RoleDef, Tier
 from pipeline.errors import InputError
 
 OFFLINE = "offline"
@@ -49,7 +50,7 @@ def parse_role_models(pairs: list[str], roles: Mapping[str, RoleDef]) -> dict[st
     out: dict[str, str] = {}
     for pair in pairs:
         role, sep, model = pair.partition("=")
-        if not sep or not role or not model:
+        if not sep or not role or not model.strip():
             raise InputError(
                 f"--role-model {pair!r} is not ROLE=MODEL",
                 hint="e.g. --role-model design-author=anthropic:claude-sonnet-4-5",
@@ -62,22 +63,62 @@ def parse_role_models(pairs: list[str], roles: Mapping[str, RoleDef]) -> dict[st
     return out
 
 
+TIERS: tuple[str, ...] = get_args(Tier)
+
+
+def _model_table(
+    settings: Mapping[str, Any], group: str, known: list[str], source: Path | None
+) -> dict[str, str]:
+    """``[models.<group>]`` of the settings: each key known, each value a model string."""
+    models = settings.get("models", {})
+    if not isinstance(models, dict):
+        raise InputError(
+            "[models] must be a table", file=source, hint="write [models.tiers] and [models.roles]"
+        )
+    table = models.get(group, {}) or {}
+    if not isinstance(table, dict):
+        raise InputError(f"[models.{group}] must be a table", file=source, hint=f"e.g. [models.{group}]")
+    for key, value in table.items():
+        if key not in known:
+            raise InputError(
+                f"[models.{group}] names unknown {key!r}", file=source, hint=f"known: {', '.join(known)}"
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(
+                f"[models.{group}] {key} must be a model string, not {value!r}",
+                file=source,
+                hint=f'e.g. {key} = "anthropic:claude-sonnet-4-5" (or "offline")',
+            )
+    return dict(table)
+
+
+def check_model_option(value: str | None, flag: str = "--model") -> None:
+    """A model given on the command line (or in DESIGNLOOP_MODEL) is a non-empty model string."""
+    if value is not None and not value.strip():
+        raise InputError(
+            f"{flag} is empty", hint=f'name a model, e.g. {flag} anthropic:claude-sonnet-4-5, or "offline"'
+        )
+
+
 def resolve_models(
     roles: Mapping[str, RoleDef],
     options: ModelOptions,
     settings: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
+    source: Path | None = None,
 ) -> dict[str, str]:
     env = os.environ if env is None else env
-    configured = settings.get("models", {}) if isinstance(settings.get("models"), dict) else {}
-    per_role = configured.get("roles", {}) or {}
-    tiers = configured.get("tiers", {}) or {}
+    check_model_option(options.model)
+    from_env = env.get(ENV_MODEL) or None  # an empty variable is an unset one
+    check_model_option(from_env, ENV_MODEL)
+    per_role = _model_table(settings, "roles", sorted(roles), source)
+    tiers = _model_table(settings, "tiers", list(TIERS), source)
     chosen: dict[str, str] = {}
     for name, role in roles.items():
         chosen[name] = (
             options.role_models.get(name)
             or options.model
-            or env.get(ENV_MODEL)
+            or from_env
             or per_role.get(name)
             or tiers.get(role.tier)
             or OFFLINE

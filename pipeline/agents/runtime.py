@@ -18,14 +18,22 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.models import Model
 
-from pipeline.agents.cache import ATTEMPT, RECORDER, CachedModel, CallLog, RequestCache, RetryPolicy
+from pipeline.agents.cache import (
+    ATTEMPT,
+    RECORDER,
+    CachedModel,
+    CallLog,
+    InFlight,
+    RequestCache,
+)
 from pipeline.agents.confine import LogVersions, Private
 from pipeline.agents.models import build_model, describe_failure, settings_for
 from pipeline.agents.resolve import OFFLINE
+from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.roles import RoleDef
 from pipeline.agents.spawn import Spawn, SpawnParams, prepare
 from pipeline.agents.tools import ToolContext, tools_for
-from pipeline.agents.usage import Budget, BudgetExceeded, Ledger, Usage
+from pipeline.agents.usage import Budget, Ledger, Usage
 from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
@@ -91,6 +99,8 @@ class Runtime:
     http_client: Any = None
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     model_overrides: dict[str, Model] = field(default_factory=dict)
+    inflight: InFlight = field(default_factory=InFlight)
+    """Requests being asked now: shared by every role, and by every run of a batch."""
     bash_timeout: float = 10.0
     private_dirs: tuple[Path, ...] = ()
     """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
@@ -117,7 +127,7 @@ class Runtime:
                 base = offline_model(role)
             else:
                 base = self.provider_model(spec)
-            self._models[role] = CachedModel(base, self.cache, self.policy)
+            self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)
         return self._models[role]
 
     def tool_context(
@@ -143,6 +153,7 @@ class Runtime:
         private = Private(
             tuple(p.resolve() for p in (*self.private_dirs, scaffolding)),
             frozenset({spawn.params_path.resolve()}),
+            self.repo_root.resolve(),
         )
         return ToolContext(
             role=role.name,
@@ -172,8 +183,10 @@ class Runtime:
         return frozenset(p.resolve() for p in paths)
 
     def _views(self, spawn: Spawn) -> dict[Path, frozenset[int] | None] | None:
-        """A role that reviews a target reads only its params file and, of the target, its slice,
-        the heading lines and the standing anchors (Overview, Core Concepts)."""
+        """A role that reviews a target reads only its params file and, of the target, its slice
+        completed to whole sections (a section the slice boundary cuts is read whole, so a
+        measure taken over a section never depends on where the boundary fell), the heading
+        lines and the standing anchors (Overview, Core Concepts)."""
         params = spawn.params
         if params.target_path is None:
             return bounded_view(self.repo_root, spawn) if params.scope == "bounded" else None
@@ -184,7 +197,11 @@ class Runtime:
             from pipeline.formats.design_doc import load_design
 
             doc = load_design(target)
-            lines = set(range(params.slice[0], params.slice[1] + 1))
+            first, last = params.slice
+            lines = set(range(first, last + 1))
+            for section in doc.sections:
+                if section.start <= last and first <= section.end:
+                    lines.update(range(section.start, section.end + 1))
             lines.update(h.line for h in doc.structure.headings if h.level <= 2)
             for anchor in doc.anchors():
                 lines.update(range(anchor.start, anchor.end + 1))
@@ -236,10 +253,7 @@ class Runtime:
                 )
             except UsageLimitExceeded as exc:
                 self._record(usage, log, spawn)
-                raise BudgetExceeded(
-                    f"budget reached during {role.name}: {exc}",
-                    hint="resume with a larger budget; finished calls are cached",
-                ) from None
+                raise self.budget.stop(role.name, str(exc), usage) from None
             except ModelHTTPError as exc:
                 self._record(usage, log, spawn)
                 if exc.status_code in (401, 403):

@@ -10,12 +10,14 @@ from typing import Any
 
 from pipeline.agents.cache import LazyCache
 from pipeline.agents.models import check_spec
-from pipeline.agents.readable import byproducts
+from pipeline.agents.readable import byproducts, store_dirs
 from pipeline.agents.resolve import OFFLINE, ModelOptions, check_base_url, parse_role_models, resolve_models
-from pipeline.agents.roles import load_roles
+from pipeline.agents.retry import RetryPolicy
+from pipeline.agents.roles import OVERRIDE_DIR, RoleDef, instructions_for, load_prompt, load_roles
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
+from pipeline.formats.textio import enclosing_repository, read_text
 from pipeline.settings import (
     CACHE_DIR,
     Limits,
@@ -36,6 +38,8 @@ class SessionOptions:
     max_cost: str | None = None
     runs_dir: Path | None = None
     no_cache: bool = False
+    max_requests: int | None = None
+    """The per-spawn request limit (``--max-requests``), else ``[run] spawn_requests``."""
 
 
 @dataclass(slots=True)
@@ -47,6 +51,11 @@ class Session:
     params: dict[str, Any]
 
 
+MAX_COST = Decimal(10) ** 9
+"""A cost cap above this is no cap: refused as a typing slip (and beyond a float's precision)."""
+MAX_TOKENS = 10**15
+
+
 def parse_cost(value: str | None, flag: str = "--max-cost") -> Decimal | None:
     if value is None:
         return None
@@ -56,12 +65,57 @@ def parse_cost(value: str | None, flag: str = "--max-cost") -> Decimal | None:
         cost = Decimal("NaN")
     if not cost.is_finite() or cost <= 0:
         raise InputError(f"{flag} {value!r} is not a positive number of dollars", hint=f"e.g. {flag} 2.50")
+    if cost > MAX_COST:
+        raise InputError(
+            f"{flag} {value!r} is beyond any budget (at most {MAX_COST:,} dollars)",
+            hint=f"e.g. {flag} 2.50; leave {flag} out for no cost limit",
+        )
     return cost
 
 
 def check_budget(tokens: int | None, flag: str = "--budget") -> None:
     if tokens is not None and tokens <= 0:
         raise InputError(f"{flag} {tokens} is not a positive number of tokens", hint=f"e.g. {flag} 400000")
+    if tokens is not None and tokens > MAX_TOKENS:
+        raise InputError(
+            f"{flag} {tokens} is beyond any budget (at most {MAX_TOKENS:,} tokens)",
+            hint=f"e.g. {flag} 400000; leave {flag} out for no token limit",
+        )
+
+
+def check_requests(requests: int | None, flag: str = "--max-requests") -> None:
+    if requests is not None and not 0 < requests <= MAX_TOKENS:
+        raise InputError(
+            f"{flag} {requests} is not a positive number of requests",
+            hint=f"e.g. {flag} 200 (the default is [run] spawn_requests)",
+        )
+
+
+def check_prompts(roles: dict[str, RoleDef], repo_root: Path) -> None:
+    """Every prompt a spawn will load (the shared ones each role names, the spawn prompt, and
+    the user's overrides of them), read now: one that cannot be read is refused before any
+    write, not when its role is first spawned."""
+    for role in roles.values():
+        instructions_for(role, repo_root)
+    load_prompt("spawn.md", repo_root)
+    for kind in ("agents", "prompts"):  # every override (the stamp's digest reads them all)
+        folder = repo_root / OVERRIDE_DIR / kind
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            read_text(path, what=f"{kind[:-1]} override")
+
+
+def check_runs_link(given: Path) -> None:
+    """A runs directory inside the repository that leads out of it through a link (a checked-in
+    ``runs`` link, say) is refused: designloop would write its runs where nobody named.
+    ``--runs-dir`` naming a place outside the repository is the user's choice, and fine."""
+    repo = enclosing_repository(given)
+    real = given.resolve()
+    if repo is not None and given != real and not real.is_relative_to(repo.resolve()):
+        raise InputError(
+            f"the runs directory leads outside the repository (to {real}) through a symbolic link",
+            file=given,
+            hint=f"pass --runs-dir {real} if runs belong there, or remove the link",
+        )
 
 
 def open_session(repo_root: Path, options: SessionOptions) -> Session:
@@ -71,16 +125,24 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
     limits = limits_from(params, source)
     run = run_settings(params, source)
     roles = load_roles(repo_root)
+    check_prompts(roles, repo_root)
     role_models = parse_role_models(list(options.role_models), roles)
     check_base_url(options.base_url)
     check_budget(options.budget_tokens)
-    budget = Budget(options.budget_tokens, parse_cost(options.max_cost))
-    specs = resolve_models(roles, ModelOptions(options.model, role_models, options.base_url), params)
+    check_requests(options.max_requests)
+    budget = Budget(
+        options.budget_tokens, parse_cost(options.max_cost), options.max_requests or run.spawn_requests
+    )
+    specs = resolve_models(
+        roles, ModelOptions(options.model, role_models, options.base_url), params, source=source
+    )
     for spec in sorted(set(specs.values())):
         check_spec(spec)
     if options.base_url is None and any(s.startswith("openai") for s in specs.values()):
         check_base_url(os.environ.get("OPENAI_BASE_URL") or None, "OPENAI_BASE_URL")
-    runs_dir = (options.runs_dir or default_runs_dir(repo_root)).resolve()
+    given = options.runs_dir or default_runs_dir(repo_root)
+    check_runs_link(Path(os.path.abspath(given)))
+    runs_dir = given.resolve()
     runtime = Runtime(
         repo_root=repo_root,
         roles=roles,
@@ -88,9 +150,10 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         cache=None if options.no_cache else LazyCache(runs_dir / CACHE_DIR),
         budget=budget,
         timeout=run.spawn_timeout,
+        policy=RetryPolicy(first_turn_timeout=run.first_turn_timeout),
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
-        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root)),
+        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root)),
     )
     return Session(runtime, limits, run, runs_dir, params)
 

@@ -5,14 +5,18 @@ An option is accepted only when it is listed for its command, in any of its spel
 its value must be of the listed kind. Anything else is refused, so an option that reads or
 writes a file (``--contents=FILE``, ``--files0-from=FILE``, ``-f FILE``, ``--pre CMD``,
 ``--output``, ``--no-index`` ...) never runs, whatever its spelling or abbreviation.
-Operands that are paths are confined like Read. A recursive search skips the private
-directories (run records, the model-call cache, params files), and git never runs an
-external diff or text conversion.
+Operands that are paths are confined like Read. A recursive search skips version control
+(``.git/``) and the private directories (run records, the model-call cache, params files),
+and git never runs an external diff or text conversion. A planned command runs without a
+shell, with a stripped environment, no input and a time limit (``run_planned``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +27,8 @@ from pipeline.settings import data_dir, load_toml
 
 GIT_SUBCOMMANDS = ("log", "show", "diff", "blame")
 GIT_DIFFING = frozenset({"log", "show", "diff"})
+VERSION_CONTROL = (".git", ".hg", ".svn")
+"""Directories a recursive grep or rg never searches: a repository's history is not its code."""
 
 
 class ShellRefusal(Exception):
@@ -58,6 +64,15 @@ def specs() -> dict[str, CommandSpec]:
 
 def commands() -> list[str]:
     return sorted({name.split()[0] for name in specs()})
+
+
+INSTEAD = {"rg": "grep -rn PATTERN PATH (or the Grep tool)", "grep": "the Grep tool"}
+
+
+def not_installed(command: str) -> str:
+    """What a listed command that this machine lacks answers, with what to use instead."""
+    instead = INSTEAD.get(command, "the Read, Grep or Glob tools")
+    return f"{command} is not installed on this machine; use {instead} instead"
 
 
 @dataclass(slots=True)
@@ -162,10 +177,11 @@ def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, pr
     paths = [_rel(confine(p), root) for p in [*operands, *(parsed.paths_after or [])]]
     searched = [root / p for p in paths] or [root]
     skip = _skips(parsed.recursive, searched, private)
+    vcs = list(VERSION_CONTROL) if parsed.recursive else []
     if argv[0] == "grep":
-        extra = [f"--exclude-dir={d.name}" for d in skip]
+        extra = [f"--exclude-dir={name}" for name in vcs] + [f"--exclude-dir={d.name}" for d in skip]
     elif argv[0] == "rg":
-        extra = [f"--glob=!/{_rel(d, root)}/**" for d in skip]
+        extra = [f"--glob=!{name}/" for name in vcs] + [f"--glob=!/{_rel(d, root)}/**" for d in skip]
     else:
         extra = []
     return [argv[0], *parsed.options, *extra, "--", *pattern, *paths]
@@ -214,3 +230,38 @@ def _git(
         head += ["--no-ext-diff", "--no-textconv"]
     tail = ["--", *after] if after or parsed.paths_after is not None else []
     return [*head, *parsed.options, *operands, *tail]
+
+
+def run_planned(argv: list[str], root: Path, timeout: float, limit: int) -> str:
+    """Run a planned command (``plan_command``) in ``root`` without a shell, with a stripped
+    environment, no input and a time limit; its output (at most ``limit`` characters), prefixed
+    with the exit status when it failed."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "LANG": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+    }
+    if shutil.which(argv[0], path=env["PATH"]) is None:
+        return f"error: {not_installed(argv[0])}"
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"error: timed out after {timeout:g}s"
+    except OSError as exc:
+        return f"error: {exc.strerror}"
+    out = (done.stdout + done.stderr)[:limit]
+    return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"

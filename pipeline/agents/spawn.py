@@ -48,6 +48,8 @@ class SpawnParams(BaseModel):
     mutation_kind: str | None = None
     changed_section: str | None = None
     note: str | None = None
+    instruction: str | None = None
+    """The user's request to the inline editor (for ``changed_section``, or the whole file)."""
     flagged_passages: list[Finding] | None = None
 
     def present(self) -> set[str]:

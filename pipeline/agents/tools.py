@@ -13,22 +13,23 @@ the model as the tool's result and recorded on the context.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 import shlex
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic_ai import RunContext, Tool
 
-from pipeline.agents.confine import ForbiddenFile, Private, normalise
-from pipeline.agents.psi import CodeIndex, build_index
+from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
+from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
-from pipeline.agents.shell import ShellRefusal, plan_command
+from pipeline.agents.shell import ShellRefusal, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
-from pipeline.formats.paging import cut_note, page_note
+from pipeline.errors import InputError
+from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
+from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
@@ -66,14 +67,17 @@ class ToolContext:
     refusals: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _index: CodeIndex | None = None
-    _seen: dict[tuple[int, int, int, int, bool], bool] = field(default_factory=dict)
+    _guard: LogGuard | None = None
+    _writes: dict[Path, Path] = field(default_factory=dict)
+    """Each writable file's real path and the path it is written at (a link there is refused)."""
 
     def __post_init__(self) -> None:
         self.repo_root = self.repo_root.resolve()
-        if self.output_path is not None:
-            self.output_path = self._absolute(str(self.output_path)).resolve()
-        if self.companion_path is not None:
-            self.companion_path = self._absolute(str(self.companion_path)).resolve()
+        given = [
+            self._absolute(str(p)) if p is not None else None for p in (self.output_path, self.companion_path)
+        ]
+        self.output_path, self.companion_path = (p.resolve() if p is not None else None for p in given)
+        self._writes = {p.resolve(): p for p in given if p is not None}
 
     def _absolute(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -89,32 +93,9 @@ class ToolContext:
 
     def holds_log(self, real: Path) -> bool:
         """For a cold role, the research log by path or content (a hard link included), private
-        paths aside."""
-        if not self.forbidden:
-            return False
-        if real.name == "research-log.md":
-            return True
-        try:
-            stat = real.stat()
-        except OSError:
-            return False
-        if any(real == item.path for item in self.forbidden):
-            return True
-        # A hard link holds the log's very bytes, which the content check finds. An inode alone
-        # proves nothing: once the log is rewritten, a new file (the draft) may get its old
-        # version's inode back.
-        return real.is_file() and self._holds_the_log(real, stat)
-
-    def _holds_the_log(self, real: Path, stat: os.stat_result) -> bool:
-        reviewed = real in self.reviewed
-        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
-        if key not in self._seen:
-            try:
-                text = normalise(real.read_bytes())
-            except OSError:
-                return False
-            self._seen[key] = any(item.matches(text, reviewed) for item in self.forbidden)
-        return self._seen[key]
+        paths aside (agents.confine.LogGuard)."""
+        self._guard = self._guard or LogGuard(self.forbidden, self.reviewed)
+        return self._guard.holds(real)
 
     def confine(self, raw: str) -> Path:
         """Resolve ``raw`` inside the repository root, refusing escapes and forbidden files.
@@ -143,7 +124,7 @@ class ToolContext:
             return text
         return "".join(
             line if number in lines else ("\n" if line.endswith("\n") else "")
-            for number, line in enumerate(text.splitlines(keepends=True), start=1)
+            for number, line in enumerate(file_lines(text), start=1)
         )
 
     def rel(self, path: Path) -> str:
@@ -156,8 +137,12 @@ class ToolContext:
             root = (self.code_root or self.repo_root).resolve()
             if not root.is_relative_to(self.repo_root):
                 root = self.repo_root
-            self._index = build_index(self.repo_root, root, lambda p: self.private.covers(p.resolve()))
+            # A cold role's index leaves out what it may not read: no lookup quotes the log either.
+            self._index = build_index(self.repo_root, root, lambda p: self.is_forbidden(p.resolve()))
         return self._index
+
+
+PsiKind = Literal["definition", "signature", "references", "file", "sources"]
 
 
 def _refusal(exc: Refused) -> str:
@@ -167,9 +152,15 @@ def _refusal(exc: Refused) -> str:
 def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | None = None) -> str:
     """Read a text file in the repository (a directory lists its entries).
 
-    `offset` is the first line (1-based); `limit` caps the number of lines. One call returns
-    at most 400,000 characters of whole lines; a result that is not the whole file ends with
-    a note `[lines X-Y of N; call again with offset=...]`.
+    Each line comes back as its number, a tab, then the line exactly as the file has it: the
+    number is the file's own (1-based), to cite as a finding's `line`; copy a `quote` from the
+    text after the tab. A result that is not the whole file ends with a note
+    `[lines X-Y of N; call again with offset=...]`.
+
+    Args:
+        path: the file or directory, relative to the repository root
+        offset: the first line to return (1-based)
+        limit: at most this many lines
     """
     deps = ctx.deps
     try:
@@ -190,7 +181,11 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return f"error: {path}: no such file"
     data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
-    lines = data.splitlines(keepends=True)
+    return _page(file_lines(data), offset, limit)
+
+
+def _page(lines: list[str], offset: int, limit: int | None) -> str:
+    """Numbered whole lines from ``offset`` up to the page size, and the note when partial."""
     total = len(lines)
     start = max(1, offset) - 1
     stop = min(total, start + limit) if limit and limit > 0 else total
@@ -199,12 +194,13 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
             "" if total == 0 and start == 0 else f"[no lines from offset={start + 1}; the file has {total}]"
         )
     taken, size = start, 0
-    while taken < stop and size + len(lines[taken]) <= MAX_READ_CHARS:
-        size += len(lines[taken])
+    while taken < stop and size + len(lines[taken]) + len(f"{taken + 1}\t") <= MAX_READ_CHARS:
+        size += len(lines[taken]) + len(f"{taken + 1}\t")
         taken += 1
     if taken == start:  # one line longer than a whole page: return it cut, and say so
-        return lines[start][:MAX_READ_CHARS].rstrip("\n") + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
-    text = "".join(lines[start:taken])
+        cut = numbered([lines[start][:MAX_READ_CHARS].rstrip("\n")], start + 1)
+        return cut + "\n" + cut_note(start + 1, total, MAX_READ_CHARS)
+    text = numbered(lines[start:taken], start + 1)
     if start == 0 and taken == total:
         return text
     return text + ("" if text.endswith("\n") else "\n") + page_note(start + 1, taken, total)
@@ -226,7 +222,13 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
 
 
 def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search files for a regular expression. Returns `file:line:text` lines (at most 200)."""
+    """Search files for a regular expression. Returns `file:line:text` lines (at most 200).
+
+    Args:
+        pattern: the regular expression
+        path: a file or directory to search, relative to the repository root
+        glob: only files whose path or name matches this glob
+    """
     deps = ctx.deps
     try:
         base = deps.confine(path)
@@ -244,7 +246,8 @@ def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str 
             text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(file_lines(text), start=1):
+            line = line.removesuffix("\n")
             if regex.search(line):
                 out.append(f"{rel}:{number}:{line}")
                 if len(out) >= MAX_MATCHES:
@@ -266,10 +269,25 @@ def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
 
 
 def _writable(deps: ToolContext, path: str) -> Path:
+    """The output file ``path`` names, at the path its params give (never through a link)."""
     target = deps._absolute(path).resolve()
     if deps.output_path is None or target not in (deps.output_path, deps.companion_path):
         raise deps.refuse(f"{path}: the {deps.role} role may write only its output_path")
-    return target
+    given = deps._writes[target]
+    if given.is_symlink() or not given.parent.resolve().is_relative_to(deps.repo_root):
+        raise deps.refuse(f"{path}: is a symbolic link or lies outside the repository; it is not written")
+    return given
+
+
+def _save(deps: ToolContext, target: Path, text: str) -> str | None:
+    """Write ``text`` to ``target``; the write layer's refusal (a link, a NUL byte) as the tool's result."""
+    try:
+        atomic_write(target, text)
+    except OutOfSpace:
+        raise  # a full disk stops the run (bad input), it is not the model's to work around
+    except InputError as exc:
+        return _refusal(deps.refuse(f"{deps.rel(target)}: {exc.message}"))
+    return None
 
 
 def write(ctx: RunContext[ToolContext], path: str, content: str) -> str:
@@ -279,8 +297,7 @@ def write(ctx: RunContext[ToolContext], path: str, content: str) -> str:
         target = _writable(deps, path)
     except Refused as exc:
         return _refusal(exc)
-    atomic_write(target, content)
-    return f"wrote {len(content.splitlines())} lines to {deps.rel(target)}"
+    return _save(deps, target, content) or f"wrote {len(content.splitlines())} lines to {deps.rel(target)}"
 
 
 def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: str) -> str:
@@ -296,8 +313,7 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
     count = text.count(old_string)
     if count != 1:
         return f"error: old_string occurs {count} times; it must occur exactly once"
-    atomic_write(target, text.replace(old_string, new_string, 1))
-    return f"edited {deps.rel(target)}"
+    return _save(deps, target, text.replace(old_string, new_string, 1)) or f"edited {deps.rel(target)}"
 
 
 def bash(ctx: RunContext[ToolContext], command: str) -> str:
@@ -316,57 +332,24 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         return _refusal(deps.refuse(str(exc)))
     except Refused as exc:
         return _refusal(exc)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(deps.repo_root),
-        "LANG": "C.UTF-8",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-    }
-    try:
-        done = subprocess.run(
-            argv,
-            cwd=deps.repo_root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=deps.bash_timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return f"error: timed out after {deps.bash_timeout:g}s"
-    except OSError as exc:
-        return f"error: {exc.strerror}"
-    out = (done.stdout + done.stderr)[:MAX_READ_CHARS]
-    return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
+    return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS)
 
 
-def psi(ctx: RunContext[ToolContext], query: str, kind: str = "definition") -> str:
-    """Look up code by name. kind: definition, signature, references, file (a path suffix), or
-    sources (which source files PSI reads under the code root; query is ignored)."""
+def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
+    """Look up code by name under the code root. Files in a language PSI has no grammar for are
+    searched as text (those results say `text match`). A missed definition says whether the
+    name appears anywhere under the code root.
+
+    Args:
+        query: a name (`take`), a qualified name (`Bucket.take`), or a path ending for `file`
+        kind: definition (where it is defined), signature, references (every use, as
+            `file:line:text`), file (files whose path ends with the query), or sources (which
+            languages PSI read; the query is ignored)
+    """
     index = ctx.deps.index()
     if kind == "sources":
         return f"{index.describe_sources()} under {ctx.deps.rel(index.root_under)}"
-    if kind == "file":
-        files = index.find_files(query)
-        return "\n".join(files) if files else f"no file matches {query}"
-    if kind == "references":
-        refs = index.references_to(query)
-        return (
-            "\n".join(f"{r.file}:{r.line}:{r.text}" for r in refs[:MAX_MATCHES])
-            or f"no references to {query}"
-        )
-    symbols = index.definitions(query)
-    if not symbols:
-        unread = "" if index.sources else f" ({index.describe_sources()} under the code root)"
-        return f"no definition of {query}{unread}"
-    if kind == "signature":
-        return "\n".join(f"{s.file}:{s.line}: {s.signature}" for s in symbols)
-    return "\n".join(f"{s.kind} {s.qualified} at {s.file}:{s.line}" for s in symbols)
+    return answer(index, query, kind, MAX_MATCHES)
 
 
 ToolFunction = Callable[..., str]

@@ -81,17 +81,52 @@ class BudgetExceeded(DesignloopError):
     """The run's token or cost budget is spent; the run stops cleanly and can resume."""
 
     exit_code = ExitCode.BUDGET
+    spent: Usage | None = None
+    """What the spawn that was stopped had spent by then (no spawn event records it)."""
+    flag = "--budget"
+    """The option that raises the limit on ``resume``."""
+
+
+class RequestLimitReached(BudgetExceeded):
+    """One spawn made as many model requests as ``[run] spawn_requests`` allows (a role that keeps
+    asking): a stop of its own, not the token budget; resumable with a larger ``--max-requests``."""
+
+    flag = "--max-requests"
+
+
+SPAWN_REQUESTS = 100
+"""The default of ``[run] spawn_requests``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
     max_tokens: int | None = None
     max_cost: Decimal | None = None
+    max_requests: int = SPAWN_REQUESTS
+    """The most model requests one spawn may make (``[run] spawn_requests``, ``--max-requests``)."""
 
     def limits(self, spent: Usage) -> UsageLimits:
         tokens = None if self.max_tokens is None else max(0, self.max_tokens - spent.total_tokens)
         cost = None if self.max_cost is None else max(Decimal(0), self.max_cost - spent.cost)
-        return UsageLimits(request_limit=60, total_tokens_limit=tokens, cost_limit=cost)
+        return UsageLimits(request_limit=self.max_requests, total_tokens_limit=tokens, cost_limit=cost)
+
+    def stop(self, role: str, reason: str, spent: Usage) -> BudgetExceeded:
+        """The stop for a spawn that pydantic-ai's usage limits ended (``reason``)."""
+        error: BudgetExceeded
+        if "request_limit" in reason:
+            more = self.max_requests * 2
+            error = RequestLimitReached(
+                f"request limit reached: {role} made {self.max_requests} model requests in one spawn "
+                "(the per-spawn limit, [run] spawn_requests; not the token budget)",
+                hint=f"resume with a larger limit (--max-requests {more}); calls already made are cached",
+            )
+        else:
+            error = BudgetExceeded(
+                f"budget reached during {role}: {reason}",
+                hint="resume with a larger budget; finished calls are cached",
+            )
+        error.spent = spent
+        return error
 
     def check(self, spent: Usage) -> None:
         if self.max_tokens is not None and spent.total_tokens >= self.max_tokens:

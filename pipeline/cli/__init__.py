@@ -10,16 +10,18 @@ import contextlib
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import TextIO
 
 from pipeline.cli.fast import FAST_COMMANDS, run_fast
 from pipeline.errors import DesignloopError, ExitCode, InputError
+from pipeline.formats.space import space_error
 
 
 def _typer_main(argv: list[str]) -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from pipeline.cli import batch, discard, edit, reports, runs, workers  # noqa: F401  (registers the commands)
+    from pipeline.cli import batch, discard, edit, records, reports, runs, workers  # noqa: F401  (registers the commands)
     from pipeline.cli.app import app
 
     try:
@@ -46,6 +48,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("designloop: interrupted\n")
         sys.exit(130)
     except Exception as exc:  # never a traceback for users; DESIGNLOOP_DEBUG=1 shows it
+        full = space_error(exc, Path.cwd())
+        if full is not None:  # a full disk wherever it was met: bad input, named
+            sys.stderr.write(f"designloop: {full.render()}\n")
+            sys.exit(int(full.exit_code))
         if os.environ.get("DESIGNLOOP_DEBUG"):
             traceback.print_exc()
         sys.stderr.write(

@@ -32,6 +32,10 @@ RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="RO
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
 BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
 CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
+RequestsOpt = Annotated[
+    int | None,
+    typer.Option("--max-requests", help="the most model requests one spawn may make ([run] spawn_requests)"),
+]
 RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
 StoreOpt = Annotated[
@@ -82,7 +86,8 @@ def roles(
     definitions = load_roles(root)
     check_base_url(base_url)
     options = ModelOptions(model, parse_role_models(list(role_model or ()), definitions), base_url)
-    specs = resolve_models(definitions, options, merged_params(root)[0])
+    params, source = merged_params(root)
+    specs = resolve_models(definitions, options, params, source=source)
     configured = sorted(set(specs.values()) - {OFFLINE})
     if configured:  # a model SDK loads only when a model is named
         from pipeline.agents.models import check_spec
@@ -154,8 +159,16 @@ def review(
     from pipeline.cli.fast import resolve
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
+    from pipeline.formats.textio import read_text
     from pipeline.runs.lock import holder_for, holding, run_lock
-    from pipeline.runs.preflight import check_reviews, check_runs_dir
+    from pipeline.runs.preflight import (
+        REVIEW,
+        check_inputs,
+        check_links,
+        check_reviews,
+        check_run_space,
+        check_runs_dir,
+    )
 
     part = _parse_slice(slice_)
     d = open_design_dir(resolve(directory) or directory)
@@ -169,11 +182,22 @@ def review(
         raise InputError(f"--slice applies to the readability-auditor, not to {role}", hint="drop --slice")
     # Everything the review will read or write, checked before its first spawn writes a params file.
     check_models(session.runtime)
+    check_links(d, REVIEW)
     check_reviews(d)
     check_runs_dir(session.runs_dir)
+    check_run_space(d, session.runs_dir)
     if roles[role].reads_research_log:
         load_research_log(d.research_log)
     target = (resolve(draft) or draft).resolve() if draft else None
+    if target is not None and not target.is_relative_to(d.repo_root):
+        raise InputError(
+            "--draft is outside the repository (no role reads there)",
+            file=target,
+            hint="pass a draft inside the repository",
+        )
+    check_inputs(d, REVIEW)  # the designs, the plan, the track files and the review log
+    if target is not None and target.is_file():
+        read_text(target, what="draft")
     # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
     with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
         run = asyncio.run(

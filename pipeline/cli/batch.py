@@ -16,6 +16,7 @@ from pipeline.cli.app import (
     CostOpt,
     JsonOpt,
     ModelOpt,
+    RequestsOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
@@ -78,9 +79,10 @@ def _present(batch: Batch) -> None:
 
     console = Console()
     console.print(_table(batch))
+    errors = Console(stderr=True, soft_wrap=True)  # whole lines, on stderr: a CI log shows each error
     for row in batch.rows:
         if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
-            console.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
+            errors.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     console.print(
@@ -111,6 +113,7 @@ def _run_batch(
     as_json: bool,
     sarif: Path | None = None,
     force: bool = False,
+    max_requests: int | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -128,7 +131,9 @@ def _run_batch(
     target = _check_sarif(sarif)
     dirs = expand_directories(directories, Path.cwd())
     runs = runs_dir_of(runs_dir)
-    session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
+    session = SessionOptions(
+        model, tuple(role_model or ()), base_url, budget, max_cost, runs, max_requests=max_requests
+    )
     check_session(repo_root(dirs[0]), session)
     store = open_store(store_url, runs)
     outputs = (target,) if target is not None else ()
@@ -158,11 +163,14 @@ def check_session(root: Path, session: Any) -> None:
 
 
 def _check_sarif(sarif: Path | None) -> Path | None:
+    from pipeline.formats.textio import check_write_target
     from pipeline.runs.preflight import writable_file
 
     if sarif is None:
         return None
-    target = (Path.cwd() / sarif).resolve() if not sarif.is_absolute() else sarif.resolve()
+    given = Path.cwd() / sarif if not sarif.is_absolute() else sarif
+    check_write_target(given)  # never through a link, nor into a linked directory leading out
+    target = given.resolve()
     writable_file(target, "--sarif", "name a file in an existing, writable directory")
     return target
 
@@ -218,6 +226,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         as_json: JsonOpt = False,
         sarif: SarifOpt = None,
         force: ForceOpt = False,
+        max_requests: RequestsOpt = None,
     ) -> None:
         _run_batch(
             kind,
@@ -238,6 +247,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             as_json,
             sarif,
             force,
+            max_requests,
         )
 
     command.__doc__ = doc

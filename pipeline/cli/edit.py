@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, app
+from pipeline.cli.app import (
+    BaseUrlOpt,
+    BudgetOpt,
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    RequestsOpt,
+    RoleModelOpt,
+    RunsOpt,
+    app,
+)
 from pipeline.cli.runs import WaitOpt
 from pipeline.errors import InputError
 
@@ -25,7 +35,9 @@ KINDS = (
 
 def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
     if value is not None and value not in allowed:
-        raise InputError(f"{flag} {value!r} is not one of {', '.join(allowed)}")
+        raise InputError(
+            f"{flag} {value!r} is not one of {', '.join(allowed)}", hint=f"e.g. {flag} {allowed[0]}"
+        )
     return value
 
 
@@ -65,6 +77,7 @@ def edit(
     runs_dir: RunsOpt = None,
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
+    max_requests: RequestsOpt = None,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
 
@@ -103,7 +116,13 @@ def edit(
     elif sys.stdin.isatty() and sys.stdout.isatty() and not as_json:
         chooser = _ask
     options = SessionOptions(
-        model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
+        model,
+        tuple(role_model or ()),
+        base_url,
+        budget,
+        max_cost,
+        runs_dir_of(runs_dir),
+        max_requests=max_requests,
     )
     target = resolve(directory) or directory
     run_id = new_edit_id(request.kind)

@@ -31,10 +31,14 @@ def report(
     with --batch, a page with one row per design directory of a batch, linking each run's report."""
     from pipeline.agents.readable import record_byproducts
     from pipeline.errors import InputError
+    from pipeline.formats.textio import check_write_target
     from pipeline.runs.preflight import writable_dir
     from pipeline.settings import repo_root
 
     if out is not None:
+        given = out if out.is_absolute() else Path.cwd() / out
+        for name in ("report.html", "report.md"):  # never through a link, nor a linked directory leading out
+            check_write_target(given / name)
         writable_dir(out.resolve(), "--out", "name a directory to write report.html and report.md into")
     opened = open_store(store, runs_dir)
     try:
@@ -111,6 +115,7 @@ def estimate(
     from pipeline.errors import InputError
     from pipeline.formats.design_dir import expand_directories, open_design_dir
     from pipeline.formats.kinds import PHASE1, PHASE4
+    from pipeline.runs.preflight import check_inputs, check_links
     from pipeline.settings import repo_root
 
     kinds = {"create": PHASE1, "final": PHASE4}
@@ -118,9 +123,14 @@ def estimate(
         raise InputError(f"--kind {kind!r} is not create or final", hint="e.g. --kind final")
     root = repo_root()
     session = open_session(root, SessionOptions(model, tuple(role_model or ()), no_cache=True))
-    rows = [
-        estimate_dir(open_design_dir(p), kinds[kind], session) for p in expand_directories(directories, root)
-    ]
+    rows = []
+    for path in expand_directories(directories, root):
+        design = open_design_dir(path)
+        # What create/final refuse, estimate refuses: the same checks of every input (it writes
+        # nothing and sends nothing, so it needs neither write access nor a provider's key).
+        check_links(design, kinds[kind])
+        check_inputs(design, kinds[kind])
+        rows.append(estimate_dir(design, kinds[kind], session))
     if as_json:
         typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
         return

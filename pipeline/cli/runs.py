@@ -16,6 +16,7 @@ from pipeline.cli.app import (
     CostOpt,
     JsonOpt,
     ModelOpt,
+    RequestsOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
@@ -71,9 +72,14 @@ ForceOpt = Annotated[
 
 
 def runs_dir_of(runs_dir: Path | None) -> Path:
+    import os
+
+    from pipeline.agents.session import check_runs_link
     from pipeline.settings import default_runs_dir, repo_root
 
-    return (runs_dir or default_runs_dir(repo_root())).resolve()
+    given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
+    check_runs_link(given)
+    return given.resolve()
 
 
 def _waiting(directory: Path) -> Any:
@@ -140,7 +146,9 @@ def _present(run_dir: Path, result: Any) -> None:
         console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
     elif result.exit_code == ExitCode.BUDGET:
         console.print(f"[yellow]stopped:[/yellow] {result.message}")
-        console.print(f"resume with: designloop resume {result.run_id} --budget <more tokens>")
+        flag = result.flag or "--budget"
+        more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
+        console.print(f"resume with: designloop resume {result.run_id} {flag} {more}")
     console.print(f"run {result.run_id}: {outcome}")
 
 
@@ -160,6 +168,7 @@ def _start(
     as_json: bool,
     store_url: str | None = None,
     force: bool = False,
+    max_requests: int | None = None,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
@@ -168,7 +177,13 @@ def _start(
 
     failing = _fail_on(fail_on) or "blocker"
     options = SessionOptions(
-        model, tuple(role_model or ()), base_url, budget, max_cost, runs_dir_of(runs_dir)
+        model,
+        tuple(role_model or ()),
+        base_url,
+        budget,
+        max_cost,
+        runs_dir_of(runs_dir),
+        max_requests=max_requests,
     )
     root = resolve(code_root) if code_root else None
     target = resolve(directory) or directory
@@ -206,6 +221,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         as_json: JsonOpt = False,
         store: StoreOpt = None,
         force: ForceOpt = False,
+        max_requests: RequestsOpt = None,
     ) -> None:
         _start(
             kind,
@@ -223,6 +239,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             as_json,
             store,
             force,
+            max_requests,
         )
 
     command.__doc__ = doc
@@ -260,15 +277,17 @@ def resume(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     store: StoreOpt = None,
+    max_requests: RequestsOpt = None,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
-    from pipeline.agents.session import check_budget, parse_cost
+    from pipeline.agents.session import check_budget, check_requests, parse_cost
     from pipeline.runs.discard import refuse_discarded
     from pipeline.runs.records import locate
     from pipeline.runs.setup import load_run
 
     failing = _fail_on(fail_on)
     check_budget(budget)
+    check_requests(max_requests)
     parse_cost(max_cost)
     runs = open_store(store, runs_dir)
     try:
@@ -277,103 +296,10 @@ def resume(
         _, directory, _ = locate(runs.record(run_id), runs.runs_dir / run_id)
         with _locked(runs, directory, run_id, wait) as lock:
             refuse_discarded(runs.view(run_id))
-            run = load_run(runs.run_dir(run_id), budget, max_cost, failing)
+            run = load_run(runs.run_dir(run_id), budget, max_cost, failing, max_requests=max_requests)
             _execute(run, True, as_json, runs, lock)
     finally:
         runs.close()
-
-
-def _warn(error: Any) -> None:
-    typer.echo(f"designloop: warning: skipped a damaged run: {error.render()}", err=True)
-
-
-@app.command()
-def status(
-    run_id: Annotated[str | None, typer.Argument(help="a run id; the latest run by default")] = None,
-    runs_dir: RunsOpt = None,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-) -> None:
-    """Show a run, replayed from its event log."""
-    from pipeline.errors import InputError
-
-    runs = open_store(store, runs_dir)
-    try:
-        if run_id is None:
-            views = runs.views(_warn)
-            if not views:
-                raise InputError(
-                    "no runs yet", file=runs.url or runs.runs_dir, hint="start one with designloop create DIR"
-                )
-            view = views[-1]
-        else:
-            view = runs.view(run_id)
-    finally:
-        runs.close()
-    if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind} {view.directory}")
-    console.print(
-        f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
-        f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
-        f"cost ${view.cost:.4f}, cached calls {view.cache_hits}"
-    )
-    if view.message:
-        console.print(view.message)
-    table = Table("round", "role", "slice", "status", "findings", "tokens", "cached")
-    for spawn in view.spawns.values():
-        where = f"{spawn.slice[0]}-{spawn.slice[1]}" if spawn.slice else ""
-        table.add_row(
-            str(spawn.round),
-            spawn.role,
-            where,
-            spawn.status,
-            str(spawn.findings),
-            str(spawn.tokens),
-            str(spawn.cache_hits),
-        )
-    console.print(table)
-
-
-@app.command()
-def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = None) -> None:
-    """List the runs, replayed from their event logs (a damaged one is skipped with a warning)."""
-    opened = open_store(store, runs_dir)
-    try:
-        views = opened.views(_warn)
-    finally:
-        opened.close()
-    if as_json:
-        typer.echo(
-            json.dumps(
-                [
-                    {k: v for k, v in view.to_json().items() if k not in ("spawns", "checks")}
-                    for view in views
-                ],
-                indent=2,
-            )
-        )
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("run", "kind", "state", "round", "outcome", "tokens", "directory")
-    for view in views:
-        table.add_row(
-            view.run_id,
-            view.kind,
-            view.state,
-            str(view.round),
-            view.outcome or "-",
-            str(view.tokens),
-            view.directory,
-        )
-    Console().print(table)
 
 
 @app.command(name="graph")

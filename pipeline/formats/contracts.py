@@ -12,12 +12,15 @@ Verdict = Literal["PASS", "NEEDS REVISION"]
 
 
 class ReviewOutput(BaseModel):
-    """What every review role returns. PASS with a blocker or should-fix is malformed."""
+    """Your review, the end of your work: the verdict and every finding. PASS only when no
+    finding is a blocker or a should-fix."""
 
     model_config = ConfigDict(extra="forbid")
 
-    verdict: Verdict
-    findings: list[Finding] = Field(default_factory=list)
+    verdict: Verdict = Field(
+        description="PASS, or NEEDS REVISION when any finding is a blocker or should-fix"
+    )
+    findings: list[Finding] = Field(default_factory=list, description="every finding; empty when none")
 
     @model_validator(mode="after")
     def _verdict_matches_findings(self) -> ReviewOutput:
@@ -33,12 +36,19 @@ class ReviewOutput(BaseModel):
 
 
 class AuthorOutput(BaseModel):
-    """The author's thin summary; the draft itself stays on disk at output_path."""
+    """The end of your work, once the file is written: a short summary and the path you
+    wrote. Never the document itself: it stays on disk at output_path."""
 
     model_config = ConfigDict(extra="forbid")
 
-    summary: str = Field(min_length=1, max_length=4000)
-    output_path: str = Field(min_length=1)
+    summary: str = Field(
+        min_length=1,
+        max_length=4000,
+        description="two or three sentences: what you wrote or changed, and what you could not do",
+    )
+    output_path: str = Field(
+        min_length=1, description="the path of the file you wrote, as your params name it"
+    )
 
 
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {"review": ReviewOutput, "author": AuthorOutput}

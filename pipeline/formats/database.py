@@ -2,10 +2,12 @@
 writing to them.
 
 A damaged store is named, never silently replaced: a file that is not an SQLite database, or
-one cut short, is refused with what to do before anything is written. The check reads only
-the 100-byte header and the file's size, so it creates no journal or shared-memory file and
-never waits on another process; damage deeper in a file is caught when it is read
-(:func:`damaged`).
+one SQLite itself finds damaged, is refused with what to do before anything is written. The
+check reads the 100-byte header; a file shorter than its header says is not taken for damage
+on its size alone (a write-ahead log can hold the pages the main file does not yet, as after a
+full disk): SQLite is asked (``PRAGMA quick_check`` on a read-only connection, which reads
+through the log and never waits on another process). Damage deeper in a file is caught when
+it is read (:func:`damaged`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.formats.space import space_error
 
 HEADER = b"SQLite format 3\x00"
 
@@ -64,12 +67,35 @@ def check_database(path: Path, what: str) -> None:
     pages = int.from_bytes(head[28:32], "big")
     counter_valid = head[24:28] == head[92:96]
     if counter_valid and pages and size < pages * page_size:
-        raise damaged(path, what, f"it is cut short ({size} of {pages * page_size} bytes)")
+        verdict = integrity(path)
+        if verdict is not None:
+            raise damaged(path, what, f"it is cut short ({size} of {pages * page_size} bytes): {verdict}")
+
+
+def integrity(path: Path) -> str | None:
+    """SQLite's own verdict on ``path`` (None: whole, or busy and so not known to be damaged)."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        rows = connection.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.OperationalError as exc:
+        return None if "locked" in str(exc) or "busy" in str(exc) else str(exc)
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    finally:
+        connection.close()
+    found = [str(row[0]) for row in rows]
+    return None if found == ["ok"] else "; ".join(found[:3])
 
 
 def sqlite_failure(exc: sqlite3.Error, path: Path, what: str) -> InputError | None:
     """The named error for an SQLite failure on the store, or None when it is not the store's fault."""
     text = str(exc)
+    full = space_error(exc, path.parent)
+    if full is not None:
+        return full
     if isinstance(exc, sqlite3.OperationalError):
         if "locked" in text or "busy" in text:
             return InputError(

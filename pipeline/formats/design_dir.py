@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.formats.textio import enclosing_repository
 from pipeline.settings import repo_root as find_repo_root
 
 DIR_PARAMS = "designloop.toml"
@@ -77,6 +78,13 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             "no _workflow/ directory here",
             file=path,
             hint="a design directory holds _workflow/research-log.md (docs/formats.md §1)",
+        )
+    outer = enclosing_repository(path)
+    if outer is not None and not root.is_relative_to(outer.resolve()):
+        raise InputError(
+            f"the design directory is a link that leads outside the repository (to {root})",
+            file=path,
+            hint="keep the design directory inside the repository; replace the link by the directory",
         )
     repo = find_repo_root(root)
     if code_root is None and (root / DIR_PARAMS).is_file():

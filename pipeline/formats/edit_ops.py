@@ -225,7 +225,10 @@ def _structural_rewrite(req: EditRequest, d: DesignDir, plan: EditPlan) -> Plann
     if given is None and stamp is not None:
         content = stamp + "\n" + content
     if content.strip() == current.strip():
-        raise MalformedEdit("the new content is design.md as it stands: nothing would change")
+        raise MalformedEdit(
+            "the new content is design.md as it stands: nothing would change",
+            hint="pass --content a file with the rewritten design",
+        )
     parse(content, d.design).require_unique_sections()
     plan.set(d.design, content if content.endswith("\n") else content + "\n")
     changes = describe_changes(current, plan.text(d.design), d.design)
@@ -244,7 +247,11 @@ def _length_trigger(d: DesignDir, plan: EditPlan, stamp: str) -> PlannedEdit:
     doc.require_unique_sections()
     body = doc.body_sections()
     if not body:
-        raise MalformedEdit("design.md has no body section to split", file=d.design)
+        raise MalformedEdit(
+            "design.md has no body section to split",
+            file=d.design,
+            hint="a length-trigger-crossing splits long body sections; this design has none to move",
+        )
     plan.set(d.design, with_footers(text, d.design))
     plan.set(d.mechanics, stamp + "\n" + skeleton(text, d.design))
     plan.new_stamped.add(d.mechanics)

@@ -28,7 +28,9 @@ def read_live(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise InputError(f"could not read the file: {exc.strerror}", file=path) from None
+        raise InputError(
+            f"could not read the file: {exc.strerror}", file=path, hint="check the file's permissions"
+        ) from None
 
 
 @dataclass(slots=True)

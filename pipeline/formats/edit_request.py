@@ -89,11 +89,15 @@ class EditRequest(BaseModel):
                 hint="put the new text in the file; to take a section out, use --kind section-remove",
             )
         if "new" in given and "old" not in given:
-            raise MalformedEdit("--new needs --old: the exact text it replaces")
+            raise MalformedEdit(
+                "--new needs --old: the exact text it replaces", hint="add --old with the text to replace"
+            )
         for form in forms:
             if form <= given and not (given - form - optional):
                 if self.instruction is not None and not self.instruction.strip():
-                    raise MalformedEdit("--instruction is empty")
+                    raise MalformedEdit(
+                        "--instruction is empty", hint="say what to change, e.g. --instruction 'shorten it'"
+                    )
                 return
         shown = " | ".join(" ".join(FLAGS[f] for f in sorted(form)) or "(no payload)" for form in forms)
         extra = sorted(given - frozenset().union(*forms) - optional)

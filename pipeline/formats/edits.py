@@ -115,7 +115,10 @@ def replace_unique(
     if not old:
         raise MalformedEdit(f"{flag} is empty", hint="quote the exact text to replace")
     if old == new:
-        raise MalformedEdit("--old and --new are the same text: nothing would change")
+        raise MalformedEdit(
+            "--old and --new are the same text: nothing would change",
+            hint="give --new the text you want instead",
+        )
     doc = parse(text, path)
     everywhere = _occurrences(text, old)
     if not everywhere:
@@ -170,7 +173,12 @@ def replace_section_body(text: str, path: Path, name: str, body: list[str]) -> s
     doc = parse(text, path)
     section = require_section(doc, name)
     if section.is_part:
-        raise MalformedEdit(f'"{name}" is a Part heading, not a section', file=path, line=section.start)
+        raise MalformedEdit(
+            f'"{name}" is a Part heading, not a section',
+            file=path,
+            line=section.start,
+            hint="name one of the ## sections under it (designloop check lists the sections)",
+        )
     lines = doc.lines
     start, stop = _block(doc, section)
     return join([*lines[: start + 1], "", *body, "", *lines[stop:]])
@@ -242,7 +250,9 @@ def rename_section(text: str, path: Path, old: str, new: str) -> str:
     new = new.strip()
     _check_name(new)
     if new == section.name:
-        raise MalformedEdit("--to is the section's current name: nothing would change")
+        raise MalformedEdit(
+            "--to is the section's current name: nothing would change", hint="give --to the new name"
+        )
     existing = find_section(doc, new)
     if existing is not None:
         raise MalformedEdit(
@@ -253,7 +263,10 @@ def rename_section(text: str, path: Path, old: str, new: str) -> str:
         )
     if section.name == OVERVIEW:
         raise MalformedEdit(
-            "## Overview may not be renamed: every design has one", file=path, line=section.start
+            "## Overview may not be renamed: every design has one",
+            file=path,
+            line=section.start,
+            hint="rename another section, or edit the Overview's text with --kind content-edit",
         )
     lines = list(doc.lines)
     lines[section.start - 1] = "#" * section.level + " " + new
@@ -267,7 +280,11 @@ def move_section(text: str, path: Path, name: str, after: str) -> str:
     if anchor.name == section.name:
         raise MalformedEdit("--after names the section being moved", hint="name the section it should follow")
     if section.is_part:
-        raise MalformedEdit(f'"{name}" is a Part heading; move its sections one by one', file=path)
+        raise MalformedEdit(
+            f'"{name}" is a Part heading; move its sections one by one',
+            file=path,
+            hint="run one section-move per ## section under it",
+        )
     start, stop = _block(doc, section)
     block = doc.lines[start:stop]
     rest = join([*doc.lines[:start], *doc.lines[stop:]])
@@ -275,5 +292,8 @@ def move_section(text: str, path: Path, name: str, after: str) -> str:
     at = _insert_at(moved, after)
     result = join(_splice(moved.lines, at, block))
     if result == join(doc.lines):
-        raise MalformedEdit(f'§"{name}" already follows §"{after}": nothing would change')
+        raise MalformedEdit(
+            f'§"{name}" already follows §"{after}": nothing would change',
+            hint="name with --after the section it should follow instead",
+        )
     return result

@@ -39,13 +39,17 @@ class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     severity: Severity
-    section: str | None = None
-    line: int | None = Field(default=None, ge=1)
-    quote: str | None = None
-    rule: str = Field(min_length=1)
-    message: str = Field(min_length=1)
-    suggested_fix: str = ""
-    decision_shaped: bool = False
+    section: str | None = Field(default=None, description="the heading text of the section it is in")
+    line: int | None = Field(
+        default=None, ge=1, description="the line number the read tool shows before the tab (1-based)"
+    )
+    quote: str | None = Field(
+        default=None, description="words copied exactly from that line's text after the tab"
+    )
+    rule: str = Field(min_length=1, description="the rule ID")
+    message: str = Field(min_length=1, description="what is wrong")
+    suggested_fix: str = Field(default="", description="the concrete change")
+    decision_shaped: bool = Field(default=False, description="true only where the procedure says so")
     file: SkipJsonSchema[str | None] = None
     """The reviewed file, as the orchestrator shows it (relative to the repository root)."""
     auto_applicable: SkipJsonSchema[bool] = False
@@ -151,15 +155,41 @@ def with_also(message: str, lines: Iterable[int]) -> str:
     return (message[: match.start()] if match else message) + also_note(every)
 
 
+RESTATES: dict[str, tuple[tuple[str, str], ...]] = {
+    # review rule -> (mechanical rule, a word its message carries) it can only restate
+    "cr-no-overview": (("dsc-section-shape", "Overview"),),
+    "cr-dangling-ref": (("dsc-mechanics-link", ""), ("dsc-full-design-link", ""), ("dsc-reverse-ref", "")),
+    "cr-tldr-mismatch": (("dsc-section-shape", "TL;DR"),),
+}
+"""A reviewer's finding that says what a mechanical check already says of the same place."""
+
+
+def _restated(f: Finding, mechanical: list[Finding]) -> bool:
+    """Whether ``f`` repeats a mechanical finding: a rule that can only restate it, about the
+    same file and (where the reviewer names one) the same line or section."""
+    for rule, word in RESTATES.get(f.rule, ()):
+        for m in mechanical:
+            if m.rule != rule or m.file != f.file or word not in m.message:
+                continue
+            if f.rule == "cr-no-overview" or f.line == m.line or (f.section and f.section == m.section):
+                return True
+    return False
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """One deduplicated list, blockers first (the seed's Step 5).
 
     Findings about the same subject (same rule, file and quote), such as one acronym reported
     by several auditor slices, become one: the most severe, earliest one stands and lists the
-    other lines in its message.
+    other lines in its message. A reviewer's finding that restates a mechanical one (same
+    place, same shape of rule: ``RESTATES``) is reported once, as the mechanical finding.
     """
+    every = list(findings)
+    mechanical = [f for f in every if f.rule.startswith("dsc-")]
     groups: dict[tuple[object, ...], list[Finding]] = {}
-    for f in findings:
+    for f in every:
+        if mechanical and _restated(f, mechanical):
+            continue
         groups.setdefault(_subject(f), []).append(f)
     out: list[Finding] = []
     for group in groups.values():

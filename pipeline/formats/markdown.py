@@ -88,6 +88,16 @@ def top_blocks(lines: list[str]) -> list[Block]:
     return out
 
 
+def code_blocks(text: str) -> list[tuple[int, int]]:
+    """Each fenced or indented code block's first and last line (1-based, inclusive; a
+    fence's markers included, an unterminated fence running to the end)."""
+    return [
+        (token.map[0] + 1, token.map[1])
+        for token in _parser().parse(text)
+        if token.type in ("fence", "code_block") and token.map is not None
+    ]
+
+
 FIELD_RE = re.compile(r"^\*\*(?P<name>[A-Za-z][^*:\n]*?):\*\*\s*(?P<value>.*)$")
 
 

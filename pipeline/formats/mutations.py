@@ -57,10 +57,16 @@ def kind_rules() -> dict[str, KindRule]:
     rules: dict[str, KindRule] = {}
     for kind, row in raw.items():
         if not isinstance(row, dict):
-            raise InputError(f"[kinds.{kind}] must be a table", file=path)
+            raise InputError(
+                f"[kinds.{kind}] must be a table", file=path, hint="reinstall designloop, or restore the file"
+            )
         mode, target, cold = row.get("mode"), row.get("target"), row.get("cold_read")
         if mode not in ("working", "direct") or target not in TARGETS or cold not in COLD_READS:
-            raise InputError(f"[kinds.{kind}] has a bad mode, target or cold_read", file=path)
+            raise InputError(
+                f"[kinds.{kind}] has a bad mode, target or cold_read",
+                file=path,
+                hint="reinstall designloop, or restore the file",
+            )
         rules[kind] = KindRule(
             kind=kind,
             mode="working" if mode == "working" else "direct",

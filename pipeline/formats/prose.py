@@ -32,6 +32,10 @@ MASK = "\ue000"
 """Stands in for each character that is not prose (a private-use character: no word, no space)."""
 
 REF_DEF_RE = re.compile(r"^ {0,3}\[(?P<label>[^\]]+)\]:\s*(?P<url>\S+)")
+FULL_REFERENCE_RE = re.compile(r"\]\[(?P<label>[^\[\]\n]{1,80})\]")
+"""The label of a full reference link, ``[text][label]``."""
+ALERT_RE = re.compile(r"^\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]", re.IGNORECASE)
+"""GitHub's alert marker opening a block quote (``> [!NOTE]``): markup, not prose."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +224,9 @@ def _block(
     for index in bad_lines:  # a line that cannot be located exactly is not prose
         for at in range(starts[index], starts[index] + len(texts[index])):
             masked[at] = True
+    alert = ALERT_RE.match(text) if extra.get("in_quote") else None
+    if alert:
+        masked[: alert.end()] = [True] * alert.end()
     prose = "".join(MASK if m else c for c, m in zip(text, masked, strict=True))
     if not prose.strip(" \n" + MASK):
         return None
@@ -258,7 +265,7 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     """The prose view of a Markdown document (``lines`` default to ``text`` split on newlines)."""
     if lines is None:
         lines = split_lines(text)
-    env: dict[str, object] = {}
+    env: dict[str, object] = {"references": _unseen_references(text)}
     tokens = _parser().parse(text, env)
     view = ProseView(lines=lines)
     containers: list[str] = []
@@ -320,6 +327,19 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     view._starts = [b.start for b in view.blocks]
     view._heads = [h.line for h in view.headings]
     return view
+
+
+def _unseen_references(text: str) -> dict[str, dict[str, str]]:
+    """Full reference links whose definition is not in the text (a reviewer that reads one
+    slice of a design does not see the definitions at its end) are still links: their text is
+    link text wherever the definition sits."""
+    from markdown_it.common.utils import normalizeReference
+
+    labels = {normalizeReference(m.group("label")) for m in FULL_REFERENCE_RE.finditer(text)}
+    defined = {
+        normalizeReference(m.group("label")) for line in text.split("\n") if (m := REF_DEF_RE.match(line))
+    }
+    return {label: {"title": "", "href": ""} for label in labels - defined if label.strip()}
 
 
 def _references(view: ProseView, env: dict[str, object]) -> None:

@@ -12,16 +12,20 @@ from dataclasses import dataclass
 
 from pipeline.errors import WiringError
 from pipeline.formats.findings import WIRING_ERROR, Finding
-from pipeline.formats.markdown import parse_structure
+from pipeline.formats.markdown import code_blocks
 from pipeline.settings import Limits
 
 Slice = tuple[int, int]
 
 
-def code_lines(lines: Sequence[str]) -> frozenset[int]:
+def _blocks(lines: Sequence[str]) -> list[tuple[int, int]]:
+    return code_blocks("\n".join(lines) + "\n")
+
+
+def code_lines(lines: Sequence[str], blocks: list[tuple[int, int]] | None = None) -> frozenset[int]:
     """1-based lines inside fenced or indented code, fence markers included (CommonMark)."""
-    text = "\n".join(lines) + "\n"
-    return parse_structure(text, list(lines)).code_lines
+    found = _blocks(lines) if blocks is None else blocks
+    return frozenset(n for first, last in found for n in range(first, last + 1))
 
 
 def cut_candidates(lines: Sequence[str], code: frozenset[int] | None = None) -> list[int]:
@@ -57,32 +61,28 @@ def _nearest(points: Sequence[int], target: int, reach: float) -> int | None:
     return best
 
 
-def _outside_code(start: int, code: frozenset[int], previous: int, limit: int) -> int:
-    """A start that falls inside code moves to the code block's first line (its fence), or
-    past its end when the block began before the previous slice; a slice never starts
-    inside code unless no line outside it is left."""
-    if start not in code:
-        return start
-    first = start
-    while first - 1 in code:
-        first -= 1
-    if first > previous and (first - 1 not in code):
-        return first
-    after = start
-    while after in code and after < limit:
-        after += 1
-    return after if after not in code else start
+def _outside_code(start: int, blocks: list[tuple[int, int]]) -> int:
+    """A start inside a code block (after its opening line, up to and including its closing
+    line) moves to the nearer of the opening line and the line after the closing line (ties:
+    the opening line): code is never cut (§8.3)."""
+    for first, last in blocks:
+        if first < start <= last:
+            return first if start - first <= last + 1 - start else last + 1
+    return start
 
 
 def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max: int = 250) -> list[Slice]:
-    """Contiguous 1-based inclusive slices covering every line exactly once."""
+    """Contiguous 1-based inclusive slices covering every line exactly once; a slice never
+    starts inside code, and one whose start has nowhere to go is dropped (its lines stay
+    with the slice before it), so there may be fewer than ``expected_slice_count``."""
     total = len(lines)
     if total == 0:
         return []
     n = expected_slice_count(total, window, cap, single_max)
     if n == 1:
         return [(1, total)]
-    code = code_lines(lines)
+    blocks = _blocks(lines)
+    code = code_lines(lines, blocks)
     candidates = cut_candidates(lines, code)
     blanks = blank_candidates(lines, code)
     reach = window / 2
@@ -94,14 +94,12 @@ def partition(lines: Sequence[str], window: int = 200, cap: int = 6, single_max:
             snapped = _nearest(blanks, target, reach)
         if snapped is None:
             snapped = target
-        # Leave room for the slices still to come, each at least one line.
-        limit = total - (n - 1 - i)
-        if snapped <= starts[-1] or snapped > limit:
+        # A snapped start must pass the previous one and leave room for the slices to come.
+        if snapped <= starts[-1] or snapped > total - (n - 1 - i):
             snapped = target
-        if snapped <= starts[-1]:
-            snapped = starts[-1] + 1  # only reachable with non-default window/cap
-        snapped = _outside_code(min(snapped, limit), code, starts[-1], limit)
-        starts.append(snapped)
+        moved = _outside_code(snapped, blocks)
+        if starts[-1] < moved <= total:
+            starts.append(moved)
     ends = [s - 1 for s in starts[1:]] + [total]
     return list(zip(starts, ends, strict=True))
 
@@ -127,13 +125,13 @@ class FanOut:
         }
 
 
-def assert_fanout(spawned: int, total_lines: int, limits: Limits) -> None:
-    """The orchestrator self-check: spawned auditors must equal the partition's count."""
-    expected = expected_slice_count(total_lines, limits.window, limits.cap, limits.single_slice_max)
+def assert_fanout(spawned: int, lines: Sequence[str], limits: Limits) -> None:
+    """The orchestrator self-check: spawned auditors must equal the partition's slice_count."""
+    expected = len(partition_for(lines, limits))
     if spawned != expected:
         raise WiringError(
             f"slice-count self-check failed: {spawned} auditor spawn(s) planned for a "
-            f"{total_lines}-line design, the partition demands {expected}",
+            f"{len(lines)}-line design, the partition demands {expected}",
             hint="the fan-out must spawn exactly one auditor per slice of the deterministic partition",
         )
 

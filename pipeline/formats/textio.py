@@ -4,18 +4,21 @@ Every file designloop reads goes through :func:`read_text`, which turns missing,
 unreadable or non-UTF-8 files into :class:`InputError` values naming the file and the
 byte offset. Every file it rewrites goes through :func:`atomic_write`: a temporary file
 in the same directory, flushed and renamed over the target, so a crash never leaves a
-half-written file.
+half-written file. No write follows or replaces a symbolic link (:func:`check_write_target`):
+a link where designloop writes is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.formats.space import FULL, out_of_space
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,14 @@ def decode(data: bytes, path: Path) -> TextFile:
             line=line,
             hint="re-save the file as UTF-8 (for example: iconv -f latin1 -t utf-8)",
         ) from None
+    nul = text.find("\x00")
+    if nul != -1:
+        raise InputError(
+            f"holds a NUL byte at character {nul} (a binary file, or text saved as UTF-16)",
+            file=path,
+            line=text.count("\n", 0, nul) + 1,
+            hint="pass a UTF-8 text file; re-save it as UTF-8 (for example: iconv -f utf-16 -t utf-8)",
+        )
     crlf = text.count("\r\n")
     newline = "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
     if "\r" in text:
@@ -65,9 +76,16 @@ def decode(data: bytes, path: Path) -> TextFile:
     return TextFile(path=path, text=text, newline=newline, bom=bom)
 
 
+MAX_INPUT = 64 << 20
+"""No design document, log or plan is larger: a bigger input is not one (or never ends)."""
+
+
 def read_text(path: Path, *, what: str = "file") -> TextFile:
-    """Read and decode ``path``, or raise an :class:`InputError` that says what to do."""
+    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. Only a
+    regular file is read (a FIFO or a device could block or never end), and one of at most
+    ``MAX_INPUT`` bytes."""
     try:
+        _regular(path, what)
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(
@@ -90,6 +108,24 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
     return decode(data, path)
 
 
+def _regular(path: Path, what: str) -> None:
+    info = path.stat()  # errors: the caller's except clauses name them
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
+            file=path,
+            hint="pass a text file",
+        )
+    if info.st_size > MAX_INPUT:
+        raise InputError(
+            f"{what} is {info.st_size} bytes, more than any design document ({MAX_INPUT} at most)",
+            file=path,
+            hint="pass the document itself",
+        )
+
+
 def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
     body = text.replace("\n", newline) if newline != "\n" else text
     return (b"\xef\xbb\xbf" if bom else b"") + body.encode("utf-8")
@@ -110,10 +146,61 @@ def umask() -> int:
     return mask
 
 
+def enclosing_repository(path: Path) -> Path | None:
+    """The nearest directory at or above ``path`` (as given, links not followed) holding ``.git``."""
+    here = Path(os.path.abspath(path))
+    for candidate in (here, *here.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
+
+
+def check_write_target(path: Path, root: Path | None = None) -> None:
+    """Refuse to write ``path`` when it is a symbolic link (wherever it points: following it would
+    overwrite the file it names, replacing it would silently break it), or when a linked
+    directory takes it out of its repository (``root``, else the one ``path`` lies in)."""
+    if path.is_symlink():
+        target = Path(os.path.abspath(path.parent / os.readlink(path)))
+        where = root or enclosing_repository(path.parent)
+        outside = where is not None and not target.resolve().is_relative_to(where.resolve())
+        raise InputError(
+            f"is a symbolic link to {target}"
+            + (", outside the repository" if outside else "")
+            + "; designloop writes only regular files and never follows or replaces a link",
+            file=path,
+            hint="replace the link by a regular file (or remove it) and run again",
+        )
+    where = root or enclosing_repository(path.parent)
+    if where is None:
+        return
+    real = path.parent.resolve()
+    if not real.is_relative_to(where.resolve()):
+        raise InputError(
+            f"lies in a linked directory that leads outside the repository ({real})",
+            file=path,
+            hint="replace the directory link by a directory inside the repository and run again",
+        )
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a same-directory temporary file and a rename. A file
-    that exists keeps its mode; a new one gets the mode any other program would give it
-    (0666 less the umask), not the temporary file's 0600."""
+    """Write ``data`` to ``path`` through a same-directory temporary file and a rename; a full
+    disk is :class:`~pipeline.formats.space.OutOfSpace`, with the file as it was. A file that
+    exists keeps its mode; a new one gets the mode any other program would give it (0666 less
+    the umask), not the temporary file's 0600."""
+    check_write_target(path)
+    made = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    try:
+        _replace(path, data)
+    except BaseException as exc:
+        for directory in made:  # deepest first: the directories made for it, left empty
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        if isinstance(exc, OSError) and exc.errno in FULL:
+            raise out_of_space(path, len(data)) from exc
+        raise
+
+
+def _replace(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
@@ -135,6 +222,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write(path: Path, text: str, *, newline: str = "\n", bom: bool = False) -> None:
+    if "\x00" in text:  # never a text file designloop would refuse to read back
+        raise InputError("the text holds a NUL byte; nothing was written", file=path, hint="write text only")
     atomic_write_bytes(path, encode(text, newline, bom))
 
 

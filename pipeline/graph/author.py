@@ -68,6 +68,10 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
             f"round {round_}: the author returned the draft inline instead of a summary; "
             "the run used the file on disk (contract violation)"
         )
+    # What the author left out of the seed's shape, and why, is the run's to say.
+    notes += [
+        f"round {round_}: {part.strip()}" for part in summary.split(". ") if part.startswith("Left out")
+    ]
     if draft_ok and result.status != "ok":
         notes.append(
             f"round {round_}: the author's output was INCONCLUSIVE ({result.error}); "

@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.cache import LazyCache, RequestCache
+from pipeline.agents.cache import InFlight, LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.graph.batch_rows import (
@@ -89,6 +89,9 @@ class BatchRunner:
         self.pool = Pool(options.batch_tokens, options.batch_cost)
         self.fingerprints = Fingerprints(store.runs_dir, options.outputs)
         self.cache: RequestCache | None = None
+        self.inflight = InFlight()
+        """One registry of requests being asked for every run: an identical request of two
+        runs is sent once."""
         self.batch = Batch(new_batch_id(options.kind), options.kind)
 
     async def run(self, directories: list[Path]) -> Batch:
@@ -217,7 +220,9 @@ class BatchRunner:
     def _equip(self, run: OpenRun) -> OpenRun:
         runtime = run.session.runtime
         runtime.cache = self.cache
-        runtime.budget = PooledBudget(runtime.budget.max_tokens, runtime.budget.max_cost, self.pool)
+        runtime.inflight = self.inflight
+        own = runtime.budget
+        runtime.budget = PooledBudget(own.max_tokens, own.max_cost, own.max_requests, self.pool)
         return run
 
     async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any, lock: RunLock) -> RunResult:

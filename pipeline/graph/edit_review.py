@@ -13,12 +13,13 @@ from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.checks.fixes import apply_fixes
 from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc, load_design
 from pipeline.formats.edit_plan import read_live
-from pipeline.formats.findings import Finding, blocking, merge
+from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.mutations import kind_rule
 from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_apply import spawn_editor, sync_stale
 from pipeline.graph.edit_state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
+from pipeline.graph.state import RoleReport
 
 COMPREHENSION = "comprehension-review"
 AUDITOR = "readability-auditor"
@@ -115,7 +116,10 @@ def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpd
         findings=len(findings),
         blockers=sum(1 for f in findings if f.severity == "blocker"),
     )
-    return {"mechanical": findings}
+    return {
+        "mechanical": findings,
+        "reports": [RoleReport(round=state.round, role=MECHANICAL, findings=findings)],
+    }
 
 
 def for_next_sync(findings: list[Finding], design: str) -> list[Finding]:

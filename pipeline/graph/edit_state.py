@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.findings import Finding, blocking
-from pipeline.graph.state import FileDiff, Outcome, Record, Status
+from pipeline.graph.state import FileDiff, Outcome, Record, RoleReport, Status
 from pipeline.runs.records import RUN_FORMAT
 
 ColdScope = Literal["bounded", "whole-doc", "skipped"]
@@ -117,6 +117,8 @@ class EditState(BaseModel):
     notes: Annotated[list[str], operator.add] = Field(default_factory=list)
     usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
     history: Annotated[list[EditRound], operator.add] = Field(default_factory=list)
+    reports: Annotated[list[RoleReport], operator.add] = Field(default_factory=list)
+    """The mechanical checks of every round (the cold reads are kept in ``reads``)."""
     outcome: Outcome | None = None
     review_entry: int | None = None
     diff: list[FileDiff] = Field(default_factory=list)
@@ -149,6 +151,7 @@ class EditUpdate(TypedDict, total=False):
     notes: list[str]
     usage: list[RoleUsage]
     history: list[EditRound]
+    reports: list[RoleReport]
     outcome: Outcome
     review_entry: int
     diff: list[FileDiff]

@@ -12,10 +12,12 @@ from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.review_log import MutationEntry, append_entry, parse_entries, working_mode_count
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write, atomic_write_bytes
+from pipeline.graph import story
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState, EditUpdate
 from pipeline.graph.entry import describe_diff, real_diff
 from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, FileDiff, Outcome
+from pipeline.graph.withhold import withheld_section, withhold_log_words
 from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
 from pipeline.runs.edit_setup import snapshot_reader, touched_files
 
@@ -158,9 +160,13 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
             )
         else:
             entry.extra = [f"**Mechanics changes since the last sync** ({since}): {changes}"]
+    blocks = story.entry_blocks(state, state.outcome.remaining)
+    if blocks:
+        entry.extra += ["", *blocks] if entry.extra else blocks
+    entry, withheld = withhold_log_words(d, entry)
     deps.fence()
     result = append_entry(d.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)
-    deps.events.emit("review_log", entry=result.number, appended=result.appended)
+    deps.events.emit("review_log", entry=result.number, appended=result.appended, withheld=withheld)
     if state.kind in ("design-sync", "length-trigger-crossing") and d.mechanics.is_file():
         atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
     return {"review_entry": result.number, "diff": diffs}
@@ -212,7 +218,7 @@ def step9_present(state: EditState, config: RunnableConfig) -> EditUpdate:
         parts += ["## What changed in mechanics since the last sync", ""]
         parts += [f"- {c}" for c in state.sync.changes] or ["- nothing"]
         parts.append("")
-    parts += ["## Review log", "", entry, "## Outcome", "", line, ""]
+    parts += ["## Review log", "", entry, *withheld_section(deps.run_dir), "## Outcome", "", line, ""]
     if state.sync_suggestion:
         parts += ["## Sync suggested", "", state.sync_suggestion, ""]
     atomic_write(deps.run_dir / "summary.md", "\n".join(parts))

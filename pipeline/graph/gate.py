@@ -19,7 +19,7 @@ from pipeline.formats.research_log_edits import surface_decision
 from pipeline.formats.settled import SettledState
 from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.state import Comprehension, Inconclusive, RunState, Surfaced, Update
+from pipeline.graph.state import Comprehension, Inconclusive, RoleReport, RunState, Surfaced, Update
 
 
 def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
@@ -76,7 +76,8 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         output_path=params.output_path,
         digest=digest,
     )
-    update: Update = {"comprehension": comprehension, "usage": [usage]}
+    report = RoleReport(round=round_, role=result.role, status=result.status, findings=findings)
+    update: Update = {"comprehension": comprehension, "usage": [usage], "reports": [report]}
     fan = state.fanout
     if fan is not None and blocking(findings):
         # A whole-doc role's open finding keeps its section (or, placed on none, the whole

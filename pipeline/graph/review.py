@@ -15,7 +15,7 @@ from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
 from pipeline.formats.anchor import anchor_in_file
 from pipeline.formats.design_doc import load_design
-from pipeline.formats.findings import Finding, blocking, merge
+from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 from pipeline.formats.slices import assert_fanout
@@ -28,6 +28,7 @@ from pipeline.graph.state import (
     FanOut,
     Inconclusive,
     Merged,
+    RoleReport,
     RoundHistory,
     RunState,
     SecondCheck,
@@ -68,7 +69,8 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
         blockers=sum(1 for f in findings if f.severity == "blocker"),
         found=[f.model_dump(mode="json") for f in findings],
     )
-    return {"mechanical": findings, "mechanical_target": request.target}
+    report = RoleReport(round=state.round, role=MECHANICAL, findings=findings)
+    return {"mechanical": findings, "mechanical_target": request.target, "reports": [report]}
 
 
 def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
@@ -77,7 +79,7 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
     doc = load_design(deps.abs(state.draft))
     slices = deps.partition(doc.lines, deps.limits)
     try:
-        assert_fanout(len(slices), len(doc.lines), deps.limits)
+        assert_fanout(len(slices), doc.lines, deps.limits)
     except WiringError as exc:
         deps.events.emit("stopped", message=exc.message)
         raise

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import shutil
+import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -17,6 +19,8 @@ from pydantic import ValidationError
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.formats.kinds import CREATION_KINDS
+from pipeline.formats.space import OutOfSpace, space_error
+from pipeline.graph import story
 from pipeline.graph.build import build_graph
 from pipeline.graph.deps import RunDeps, build_deps
 from pipeline.graph.edit_build import build_edit_graph
@@ -32,7 +36,7 @@ from pipeline.graph.state import (
     Verdict,
 )
 from pipeline.graph.watch import watched
-from pipeline.runs.events import read_events
+from pipeline.runs.events import EventLog, read_events
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
@@ -67,6 +71,8 @@ class RunResult:
     message: str | None = None
     spent: Usage | None = None
     """This process's own ledger, when it knows more than the checkpoint (a stop mid-node)."""
+    flag: str | None = None
+    """For a stopped run, the option that lets ``resume`` go on (--budget, --max-requests ...)."""
 
     def to_json(self) -> dict[str, Any]:
         state = self.state
@@ -82,7 +88,8 @@ class RunResult:
             "outcome": outcome.verdict if outcome else ("PAUSED" if self.paused else "STOPPED"),
             "exit_code": int(self.exit_code),
             "rounds": state.round if state else None,
-            "findings": [f.to_json() for f in outcome.remaining] if outcome else [],
+            "findings": story.findings_json(state, outcome.remaining) if state and outcome else [],
+            "blocking": sum(1 for f in outcome.remaining if f.blocking) if outcome else 0,
             "usage": usage.to_json(),
             "review_log_entry": state.review_entry if state else None,
             "draft": state.draft if state else None,
@@ -206,9 +213,60 @@ async def execute(
             return await _execute(run, resume, listener, configure, store, saver, lock)
         async with _open(run, resume, store) as opened:
             return await _execute(run, resume, listener, configure, store, opened, lock)
+    except Exception as exc:
+        full = space_error(exc, run.session.runs_dir)
+        if full is None:
+            raise
+        raise _after_full_disk(run, store, full) from None
     finally:
         if run.session.runtime.cache is not None:
             run.session.runtime.cache.close()
+
+
+async def _saved(
+    run: OpenRun, graph: Any, saver: Saver, config: RunnableConfig
+) -> tuple[Any, Any, RunState | EditState | None]:
+    """The run's last checkpoint, the graph's snapshot of it and the state it holds."""
+    saved = await saver.aget_tuple(config)
+    # Check the format before LangGraph reads the state into RunState for its next tasks.
+    values = saved.checkpoint["channel_values"] if saved else {}
+    if _stale(values):
+        raise predates(run.run_id, values.get("format", 1))
+    try:
+        snapshot = await graph.aget_state(config)
+    except ValidationError as exc:
+        raise _unreadable(run, exc) from None
+    # A checkpoint that holds only the pending input (the run stopped before its first step was
+    # saved: a kill, a full disk) holds no state: the run starts from its input.
+    if not any(not k.startswith("__") for k in values):
+        return saved, snapshot, None
+    return saved, snapshot, _state(run, dict(snapshot.values or {}))
+
+
+def _after_full_disk(run: OpenRun, store: RunStore, full: OutOfSpace) -> OutOfSpace:
+    """A run the disk filled under: one with a checkpoint stays resumable (the message says how);
+    one without is removed whole, leaving nothing behind (run it again once there is room)."""
+    if _checkpointed(run, store):
+        with contextlib.suppress(Exception):  # the disk may still have no room for it
+            EventLog(run.run_dir).emit("stopped", message=full.message)
+        return full.then(f"designloop resume {run.run_id} (it goes on from its last completed step)")
+    shutil.rmtree(run.run_dir, ignore_errors=True)
+    return full.then("run again (this run had not begun: nothing of it was kept)")
+
+
+def _checkpointed(run: OpenRun, store: RunStore) -> bool:
+    """Whether the store holds a checkpoint of the run (one it cannot ask is taken to)."""
+    if not isinstance(store, LocalStore):
+        return True
+    path = store.runs_dir / CHECKPOINTS
+    if not path.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0)) as db:
+            query = "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1"
+            return db.execute(query, (run.run_id,)).fetchone() is not None
+    except sqlite3.Error as exc:
+        return "no such table" not in str(exc)
 
 
 def _open(run: OpenRun, resume: bool, store: RunStore) -> AbstractAsyncContextManager[Saver]:
@@ -242,16 +300,7 @@ async def _execute(
         "recursion_limit": 400,
     }
     graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
-    saved = await saver.aget_tuple(config)
-    # Check the format before LangGraph reads the state into RunState for its next tasks.
-    values = saved.checkpoint["channel_values"] if saved else {}
-    if _stale(values):
-        raise predates(run.run_id, values.get("format", 1))
-    try:
-        snapshot = await graph.aget_state(config)
-    except ValidationError as exc:
-        raise _unreadable(run, exc) from None
-    state = _state(run, dict(snapshot.values or {}))
+    saved, snapshot, state = await _saved(run, graph, saver, config)
     for item in state.usage if state else []:
         deps.runtime.ledger.add(item.round, item.role, item.usage)
     graph_input: Any = None
@@ -280,10 +329,20 @@ async def _execute(
     except BudgetExceeded as exc:
         spent = deps.runtime.ledger.total()
         deps.record_wrote(record.kind)
-        deps.events.emit("stopped", message=exc.message, usage=spent.to_json())
+        # What the stopped spawn had spent: no spawn event records it, so this one does.
+        partial = (exc.spent or Usage()).to_json()
+        deps.events.emit(
+            "stopped", message=exc.message, usage=spent.to_json(), partial=partial, flag=exc.flag
+        )
         state = _state(run, dict((await graph.aget_state(config)).values or {}))
         return RunResult(
-            record.run_id, record.kind, ExitCode.BUDGET, state, message=exc.render(), spent=spent
+            record.run_id,
+            record.kind,
+            ExitCode.BUDGET,
+            state,
+            message=exc.render(),
+            spent=spent,
+            flag=exc.flag,
         )
     except (WiringError, InputError) as exc:
         deps.events.emit("stopped", message=exc.message)

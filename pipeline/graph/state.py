@@ -225,6 +225,16 @@ class FileDiff(Record):
         }
 
 
+class RoleReport(Record):
+    """What a check raised in one round, for the checks whose latest result is all the loop
+    keeps (the mechanical checks, the comprehension gate): the review's story (graph.story)."""
+
+    round: int
+    role: str
+    status: Status = "ok"
+    findings: list[Finding] = []
+
+
 class Outcome(Record):
     """How the loop exited, and what remains."""
 
@@ -261,6 +271,7 @@ class RunState(BaseModel):
     notes: Annotated[list[str], operator.add] = Field(default_factory=list)
     usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
     history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
+    reports: Annotated[list[RoleReport], operator.add] = Field(default_factory=list)
     outcome: Outcome | None = None
     review_entry: int | None = None
     diff: list[FileDiff] = []
@@ -305,6 +316,7 @@ class Update(TypedDict, total=False):
     notes: list[str]
     usage: list[RoleUsage]
     history: list[RoundHistory]
+    reports: list[RoleReport]
     outcome: Outcome
     review_entry: int
     diff: list[FileDiff]

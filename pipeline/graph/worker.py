@@ -30,6 +30,7 @@ from typing import Any
 
 import psycopg
 
+from pipeline.agents.cache import InFlight
 from pipeline.graph.batch_rows import (
     FINISHED,
     Batch,
@@ -149,6 +150,8 @@ class Worker:
         self.jobs = jobs
         self.repo = repo
         self.drain = drain
+        self.inflight = InFlight()
+        """One registry of requests being asked, for every job this worker runs at once."""
 
     async def serve(self) -> None:
         from pgqueuer import PgQueuer
@@ -219,11 +222,13 @@ class Worker:
             )
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
             run = load_run(run_dir, budget, cost, fail_on, repo=self.repo)
+            run.session.runtime.inflight = self.inflight
             # A run that stops on bad input records why and raises: the job is held as failed.
             try:
                 result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
             except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
                 run = self._anew(run, exc, lock, budget, cost)
+                run.session.runtime.inflight = self.inflight
                 result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
             state = result.state
             if state is not None and state.outcome is not None and state.outcome.verdict in FINISHED:

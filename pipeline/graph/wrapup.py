@@ -14,7 +14,7 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.review_log import MutationEntry, append_entry
 from pipeline.formats.settled import SettledState, section_hashes
 from pipeline.formats.textio import atomic_write
-from pipeline.graph import entry
+from pipeline.graph import entry, story
 from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState
@@ -30,6 +30,7 @@ from pipeline.graph.state import (
     RunState,
     Update,
 )
+from pipeline.graph.withhold import withheld_section, withhold_log_words
 
 OUTCOME_LINE = {
     PASS: "PASS",
@@ -183,10 +184,12 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         budget=state.budget,
         outcome=state.outcome.verdict,
         wrote=deps.left(state.kind),
+        extra=story.entry_blocks(state, left),
     )
+    log_entry, withheld = withhold_log_words(deps.design, log_entry)
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id, lock_dir=deps.locks)
-    deps.events.emit("review_log", entry=result.number, appended=result.appended)
+    deps.events.emit("review_log", entry=result.number, appended=result.appended, withheld=withheld)
     return {"review_entry": result.number, "diff": run_diff(state, deps)}
 
 
@@ -214,7 +217,7 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
     line = OUTCOME_LINE[state.outcome.verdict]
     summary = (
         f"# {state.kind} {state.run_id}\n\n## Diff\n\n```diff\n{diff}```\n\n## Review log\n\n"
-        f"{entry}\n## Outcome\n\n{line}\n"
+        f"{entry}\n" + "\n".join(withheld_section(deps.run_dir)) + f"\n## Outcome\n\n{line}\n"
     )
     atomic_write(deps.run_dir / "summary.md", summary)
     record_outcome(deps, state, line)

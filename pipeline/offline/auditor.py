@@ -11,12 +11,13 @@ reports a subject (a term, an acronym) once, with the other lines it saw listed.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.checks.table import SEVERITIES
 from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
-from pipeline.offline import acronyms, prose_lint, wording
+from pipeline.offline import prose_lint, wording
 from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
@@ -24,14 +25,17 @@ from pipeline.offline.text import (
     HouseRule,
     keywords,
     known_acronyms,
+    lexicon,
     parse_house_style,
     review_finding,
     sentence_spans,
+    term_pattern,
     verdict_of,
 )
 
 PASSIVE_RE = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.IGNORECASE)
-DASH_RE = re.compile(r"—|(?<=\s)--(?=\s)")
+DASH_RE = re.compile(r"—|(?<=[ \t])--(?=\s)")
+"""An em dash, or a spaced double hyphen inside a line (one opening a line marks a list item)."""
 ENUMERATION_RE = re.compile(r"\(\s*\d{1,2}\.?\s*\)|(?<![\w(])\d{1,2}\)")
 
 
@@ -52,79 +56,179 @@ def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def _term_rules(view: ProseView, blocks: list[Block], rules: dict[str, HouseRule], report: Report) -> None:
+@dataclass(frozen=True, slots=True)
+class Place:
+    line: int
+    quote: str
+    what: str
+    """The term, or the measure ("52 words")."""
+
+
+@dataclass(slots=True)
+class Size:
+    words: int = 0
+    sentences: int = 0
+    paragraphs: int = 0
+
+
+@dataclass(slots=True)
+class Groups:
+    """A rule of taste's places per section, reported as one finding per section when they
+    are a habit of the section, not an accident: at least ``group_min`` places, and for word
+    rules at least ``group_density`` per 1,000 words of the section, for long sentences and
+    paragraphs at least ``group_share`` of the section's (params/offline.toml)."""
+
+    places: dict[tuple[str, str | None], list[Place]] = field(default_factory=dict)
+    sizes: dict[str | None, Size] = field(default_factory=dict)
+
+    def add(self, rule: str, section: str | None, place: Place) -> None:
+        self.places.setdefault((rule, section), []).append(place)
+
+    def measure(self, view: ProseView, blocks: list[Block]) -> None:
+        for block in blocks:
+            size = self.sizes.setdefault(view.section_at(block.start), Size())
+            size.words += len(block.words)
+            size.sentences += len(sentence_spans(block.prose))
+            size.paragraphs += 1
+
+    def habit(self, rule: str, section: str | None, count: int) -> bool:
+        lex, size = lexicon(), self.sizes.get(section, Size())
+        if count < lex.group_min:
+            return False
+        if rule == "hs-sentence-length":
+            return count >= lex.group_share * max(size.sentences, 1)
+        if rule == "hs-wall-of-text":
+            return count >= lex.group_share * max(size.paragraphs, 1)
+        return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
+
+    def report(self, rules: dict[str, HouseRule], report: Report) -> None:
+        for (rule_id, section), places in self.places.items():
+            rule = rules[rule_id]
+            if not self.habit(rule_id, section, len(places)):
+                continue
+            first = places[0]
+            listed = "; ".join(
+                f"'{what}' ({_lines([p.line for p in places if p.what == what])})"
+                for what in dict.fromkeys(p.what for p in places)
+            )
+            report.add(
+                rule_id,
+                f"section:{section}",
+                "suggestion",
+                first.line,
+                first.quote,
+                f"{rule.title} in this section ({len(places)}): {listed}",
+                rule.advice or "rewrite these places",
+            )
+
+
+def _lines(numbers: list[int]) -> str:
+    unique = sorted(set(numbers))
+    return ("line " if len(unique) == 1 else "lines ") + ", ".join(str(n) for n in unique)
+
+
+def _subject_words(view: ProseView) -> str:
+    """The document's headings, lower case: a term that names the subject ("Preload Realm")
+    is the document's own word, not AI vocabulary."""
+    return "\n".join(h.text.lower() for h in view.headings)
+
+
+def _tentative(section: str | None) -> bool:
+    """A section about open matters (questions, alternatives, drawbacks ...): hedging there is
+    the honest register (params/offline.toml, ``tentative_sections``)."""
+    return bool(section) and bool(
+        set(re.findall(r"[a-z]+", (section or "").lower())) & lexicon().tentative_sections
+    )
+
+
+def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups, view: ProseView) -> None:
+    headings = _subject_words(view)
     for rule in (r for r in rules.values() if r.terms):
         for block in blocks:
+            if rule.id == "hs-hedge" and _tentative(view.section_at(block.start)):
+                continue
             for hit in wording.hits(block, rule):
+                if term_pattern(hit.term).search(headings):
+                    continue
                 said = block.text[hit.start : hit.end]
-                repl = rule.replace.get(hit.term.lower())
-                if repl is None:
-                    fix = f"rewrite without '{said}': {rule.advice}"
-                else:
-                    fix = f"replace '{said}' with '{repl}'" if repl else f"delete '{said}'"
-                report.add(
-                    rule.id,
-                    hit.term.lower(),
-                    _severity(rule),
-                    hit.line,
-                    hit.quote,
-                    f"{rule.title.lower()}: '{said}'",
-                    fix,
-                )
+                groups.add(rule.id, view.section_at(block.start), Place(hit.line, hit.quote, said.lower()))
 
 
-def _sentence_rules(blocks: list[Block], rules: dict[str, HouseRule], report: Report) -> None:
+@dataclass(slots=True)
+class Pass:
+    """One audit: the view, where findings go, and which blocks start in the slice."""
+
+    view: ProseView
+    report: Report
+    groups: Groups
+    mine: set[int]
+    """Blocks that start in the slice: each reported on its own."""
+    sectioned: set[int]
+    """Blocks of the sections whose heading is in the slice: each counted in its section."""
+
+
+def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule]) -> None:
+    """Sentences past the hard limit are reported one by one (blocks starting in the slice);
+    those between the limit and the hard limit, and inline lists, are counted per section."""
     long_rule, passive_rule = rules.get("hs-sentence-length"), rules.get("hs-passive-stack")
+    view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
         if block.kind != "paragraph":
             continue
+        section = view.section_at(block.start)
         for start, end in sentence_spans(block.prose):
             sentence = block.prose[start:end]
             # Link texts (a run of linked examples) are not words the reader must hold.
             inside = [(a, b) for a, b, _ in block.links if start <= a and b <= end]
             count = len(words_of(sentence)) - sum(len(words_of(block.prose[a:b])) for a, b in inside)
             line = block.line_at(start)
+            quote = block.quote(start, end, 80)
             if long_rule and long_rule.limit and count > long_rule.limit:
                 # An inline enumeration, "(1) ... (2) ...", or a run of three or more linked
                 # examples is a list written on one line, not a sentence the reader must hold.
                 listed = len(ENUMERATION_RE.findall(sentence)) >= 2 or len(inside) >= 3
-                report.add(
-                    long_rule.id,
-                    f"{line}:{start}",
-                    "suggestion" if listed else _severity(long_rule, count),
-                    line,
-                    block.quote(start, end, 80),
-                    f"sentence of {count} words (limit {long_rule.limit:g})",
-                    "split it into two or three sentences at its joints",
-                )
+                severity = "suggestion" if listed else _severity(long_rule, count)
+                if severity == "suggestion":
+                    if id(block) in run.sectioned:
+                        groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
+                elif id(block) in owned:
+                    report.add(
+                        long_rule.id,
+                        f"{line}:{start}",
+                        severity,
+                        line,
+                        quote,
+                        f"sentence of {count} words (limit {long_rule.limit:g})",
+                        "split it into two or three sentences at its joints",
+                    )
             if (
                 passive_rule
                 and passive_rule.limit
                 and len(PASSIVE_RE.findall(sentence)) >= passive_rule.limit
             ):
-                report.add(
-                    passive_rule.id,
-                    f"{line}:{start}",
-                    _severity(passive_rule),
-                    line,
-                    block.quote(start, end, 80),
-                    "several stacked passive constructions",
-                    "name who does what, in the active voice",
-                )
+                groups.add(passive_rule.id, section, Place(line, quote, "stacked passives"))
 
 
-def _walls(blocks: list[Block], rule: HouseRule | None, report: Report) -> None:
+def _walls(run: Pass, blocks: list[Block], rule: HouseRule | None) -> None:
     if rule is None or not rule.limit:
         return
+    view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
         count = len(block.words)
-        if block.kind == "paragraph" and count > rule.limit:
+        if block.kind != "paragraph" or count <= rule.limit:
+            continue
+        severity = _severity(rule, count)
+        quote = block.quote(0, len(block.text), 60)
+        if severity == "suggestion":
+            if id(block) in run.sectioned:
+                groups.add(rule.id, view.section_at(block.start), Place(block.start, quote, f"{count} words"))
+        elif id(block) in owned:
             report.add(
                 rule.id,
                 str(block.start),
-                _severity(rule, count),
+                severity,
                 block.start,
-                block.quote(0, len(block.text), 60),
+                quote,
                 f"paragraph of {count} words (limit {rule.limit:g})",
                 "break it into shorter paragraphs or a list of steps",
             )
@@ -144,9 +248,10 @@ def _dash_density(view: ProseView, blocks: list[Block], rule: HouseRule | None, 
                 block.line_at(dashes[0].start()),
                 block.quote(dashes[0].start() - 20, dashes[0].end() + 20),
             )
+    least = max(rule.limit, lexicon().group_density_by_rule.get(rule.id, rule.limit))
     for section, (dashes, total, where) in by_section.items():
         density = dashes * 1000 / max(total, 250)
-        if dashes and density > rule.limit and where is not None:
+        if dashes >= lexicon().group_min and density > least and where is not None:
             report.add(
                 rule.id,
                 str(section),
@@ -158,53 +263,18 @@ def _dash_density(view: ProseView, blocks: list[Block], rule: HouseRule | None, 
             )
 
 
-def _acronyms(
-    view: ProseView,
-    blocks: list[Block],
-    rule: HouseRule | None,
-    lexicon: acronyms.Lexicon,
-    whole: bool,
-    report: Report,
-) -> None:
-    """Acronyms not defined at or before first use in what this auditor can see.
-
-    When the view holds every line before the use (the first slice), the finding is certain
-    and takes the rule's severity; a later slice cannot see the lines between the anchors
-    and its start, so there it is a suggestion.
-    """
-    if rule is None or not blocks:
-        return
-    seen: set[str] = set()
-    title = next((h.text for h in view.headings if h.level == 1), "")
-    defined: set[str] = acronyms.titled(title)
-    previous: set[str] = set()
-    for block in view.blocks:
-        if block.start >= blocks[0].start:
-            break
-        previous = acronyms.long_forms(block.prose)
-        defined |= acronyms.definitions(block.prose) | previous
-    for block in blocks:
-        spelled = acronyms.long_forms(block.prose)
-        here = acronyms.definitions(block.prose) | spelled | previous
-        previous = spelled
-        for use in acronyms.uses(block, lexicon):
-            if use.token in seen:
-                report.also_at(rule.id, use.token, use.line)
-                continue
-            seen.add(use.token)
-            if use.token in defined or use.token in here or use.linked:
-                continue
-            report.add(
-                rule.id,
-                use.token,
-                _severity(rule) if whole else "suggestion",
-                use.line,
-                use.quote,
-                f"acronym {use.token} is used before it is defined"
-                + ("" if whole else " in this slice, the Overview or Core Concepts"),
-                f"spell it out at first use, e.g. '<long form> ({use.token})'",
-            )
-        defined |= here
+def owned_blocks(view: ProseView, start: int, end: int) -> list[Block]:
+    """The paragraphs of the sections whose heading lies in the slice (and of the text before
+    the first heading, for the slice that starts the document): each section's measures are
+    taken by exactly one slice, over the whole section, wherever its slice boundaries fell."""
+    heads = [h.line for h in view.headings if h.level <= 2 and view.section_at(h.line) == h.text]
+    mine = [line for line in heads if start <= line <= end]
+    out = []
+    for block in view.paragraphs():
+        section_head = max((h for h in heads if h <= block.start), default=None)
+        if (section_head is None and start == 1) or section_head in mine:
+            out.append(block)
+    return out
 
 
 def audit(
@@ -215,17 +285,26 @@ def audit(
     known: frozenset[str],
     words: frozenset[str],
 ) -> list[dict[str, Any]]:
+    """The house-style rules over a slice: every measure that spans a section is taken over
+    its whole section by the slice holding its heading (the auditor's view holds every
+    section its slice touches, whole); rules that need the whole document (acronyms) are the
+    comprehension reviewer's (params/offline.toml, ``whole_document_rules``)."""
     report = Report(view.section_at)
-    prose = view.paragraphs(start, end)
-    _term_rules(view, prose, rules, report)
-    _sentence_rules(prose, rules, report)
-    _walls(prose, rules.get("hs-wall-of-text"), report)
-    _dash_density(view, prose, rules.get("hs-em-dash"), report)
-    lexicon = acronyms.Lexicon(view, known, words)
-    _acronyms(view, prose, rules.get("hs-acronym"), lexicon, start == 1, report)
+    mine = view.paragraphs(start, end)
+    sections = owned_blocks(view, start, end)
+    both = list({id(b): b for b in [*mine, *sections]}.values())
+    groups = Groups()
+    groups.measure(view, sections)
+    active = {k: r for k, r in rules.items() if k not in lexicon().whole_document_rules}
+    _term_rules(sections, active, groups, view)
+    run = Pass(view, report, groups, {id(b) for b in mine}, {id(b) for b in sections})
+    _sentence_rules(run, both, active)
+    _walls(run, both, active.get("hs-wall-of-text"))
+    _dash_density(view, sections, active.get("hs-em-dash"), report)
+    groups.report(active, report)
     found = report.findings()
     taken = {(f["line"], (f["quote"] or "").lower()) for f in found}
-    for item in prose_lint.lint(view, prose):
+    for item in prose_lint.lint(view, mine):
         if (item["line"], (item["quote"] or "").lower()) not in taken:
             found.append(item)
     return found

@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from pipeline.formats.plan import Entry, parse_plan_file
+from pipeline.formats.prose import parse_prose
 from pipeline.formats.research_log import Decision, ResearchLog
-from pipeline.formats.textio import decode
-from pipeline.offline import companion, fixer, plan_names, supersede
-from pipeline.offline.fidelity import looks_like_symbol
+from pipeline.offline import companion, fixer, fixing, grounding, names, plan_names
+from pipeline.offline.final import compile_phase4
 from pipeline.offline.logtext import log_from_text
 from pipeline.offline.observe import Observations
 from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import (
-    clean,
-    code_spans,
-    defined_acronyms,
     doc_from_text,
     keywords,
     known_acronyms,
-    sentences,
 )
 
 TITLE_PREFIX_RE = re.compile(r"^(?:research log|research)\s*[:—-]\s*", re.IGNORECASE)
@@ -74,72 +69,119 @@ def _list_items(lines: list[str]) -> list[str]:
     return items
 
 
-def code_unknown_caps(text: str, known: frozenset[str]) -> str:
-    """Put undefined all-capitals words (command and constant names) in code spans."""
-    defined = defined_acronyms(text)
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
-    def wrap(line: str) -> str:
-        parts = re.split(r"(`[^`]*`)", line)
-        for i in range(0, len(parts), 2):
-            parts[i] = re.sub(
-                r"(?<![\w`-])([A-Z][A-Z0-9_]*[A-Z0-9])(?![\w`-])",
-                lambda m: m.group(0) if m.group(1) in known or m.group(1) in defined else f"`{m.group(1)}`",
-                parts[i],
-            )
-        return "".join(parts)
 
-    return "\n".join(line if line.startswith("#") else wrap(line) for line in text.split("\n"))
+WIDTH = 100
+ATOM_RE = re.compile(r"`[^`]*`\S*|\"[^\"]*\"\S*|“[^”]*”\S*|\S+")
+"""What a line is never broken inside: a word, a code span, a quotation."""
+
+
+def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
+    """``text`` as lines of at most WIDTH columns, broken only between words (never inside a
+    code span or a quotation), the first line led by ``first``, the others by ``rest``."""
+    lines: list[str] = []
+    line = ""
+    for atom in ATOM_RE.findall(_flat(text)):
+        if not line:
+            line = (rest if lines else first) + atom
+        elif len(line) + 1 + len(atom) > WIDTH:
+            lines.append(line)
+            line = rest + atom
+        else:
+            line += " " + atom
+    return [*lines, line] if line else lines
 
 
 def record_lines(decision: Decision) -> list[str]:
-    """A design decision record absorbing one research-log decision, with its Source."""
+    """A design decision record absorbing one research-log decision: every field the log
+    carries, in the log's order and in the log's words, then its Source."""
     lines = [f"### D{decision.number}: {decision.title}"]
-    for name in ("Decision", "Alternatives rejected", "Rationale"):
-        value = decision.value(name)
-        if value:
-            lines.append(f"**{name}:** {' '.join(value.split())}")
+    lines += [f"**{name}:** {_flat(field.value)}" for name, field in decision.fields.items() if field.value]
     return [*lines, f"**Source:** research-log D{decision.number}", ""]
 
 
 def _sentence(text: str) -> str:
-    text = " ".join(text.split())
+    text = _flat(text)
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-def _grounding(decision: Decision, obs: Observations) -> list[str]:
-    names: list[str] = []
-    for field in ("Decision", "Rationale"):
-        for span in code_spans(decision.value(field) or ""):
-            if looks_like_symbol(span) or re.fullmatch(r"[A-Z][A-Za-z0-9]+", span):
-                names.append(span)
-    names = sorted(set(names))
-    if not names or not obs.has_tool("psi"):
-        return []
-    answers = obs.call_many([("psi", {"query": n, "kind": "definition"}) for n in names])
-    found = []
-    for name, answer in zip(names, answers, strict=True):
-        if answer.startswith("no definition"):
-            continue
-        where = answer.splitlines()[0].rsplit(" at ", 1)[-1].split(":")[0]
-        found.append(f"`{name}` is defined in `{where}`")
-    return [f"In the code, {', and '.join(found)}."] if found else []
+BODY_FIELDS = ("Decision", "Rationale", "Alternatives rejected")
 
 
-def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = None) -> str:
+def _other_fields(decision: Decision) -> list[tuple[str, str]]:
+    """Fields beyond Decision, Rationale and Alternatives rejected (Consequences, Status ...)."""
+    return [(n, f.value) for n, f in decision.fields.items() if n not in BODY_FIELDS and f.value]
+
+
+def _body(decision: Decision, grounded: list[grounding.Grounded]) -> list[str]:
+    out: list[str] = []
+    rationale = decision.value("Rationale")
+    if rationale:
+        out += [*_wrap(_sentence(rationale)), ""]
+    alternatives = decision.value("Alternatives rejected")
+    if alternatives:
+        out += [*_wrap(f"Rejected alternatives: {_sentence(alternatives)}"), ""]
+    for name, value in _other_fields(decision):
+        out += [*_wrap(f"{name}: {_sentence(value)}"), ""]
+    named = [g for g in grounded if decision.number in g.decisions]
+    if named:
+        places = ", and ".join(f"`{g.name}` is defined in `{g.where.split(':')[0]}`" for g in named)
+        out += [f"In the code, {places}.", ""]
+    return out
+
+
+def _convention(decision: Decision) -> list[str]:
+    parts = [_sentence(decision.value("Decision") or decision.title)]
+    why = decision.value("Rationale")
+    if why:
+        parts.append(_sentence(why))
+    parts += [f"{name}: {_sentence(value)}" for name, value in _other_fields(decision)]
+    return _wrap(f"**{_sentence(decision.title)}** " + " ".join(parts), "- ", "  ")
+
+
+@dataclass(slots=True)
+class Compiled:
+    text: str
+    notes: list[str]
+
+
+def compile_design(log_text: str, obs: Observations, wanted: list[str] | None = None) -> Compiled:
+    """Phase 1: the seed's shape from the research log, in the log's own words: Overview,
+    Core Concepts, Class Design and Workflow (what PSI finds for the names the decisions use),
+    one TL;DR'd section per load-bearing decision, Conventions, and a record per decision.
+    The draft is then read with the comprehension reviewer's rules and what they would
+    report of the author's own making (an acronym defined only after its first use, a TL;DR
+    its body never discusses) is fixed before it is written."""
     log = log_from_text(log_text)
     title_line = next((h.text for h in log.structure.headings if h.level == 1), "Design")
-    title = TITLE_PREFIX_RE.sub("", title_line).strip()
-    title = title[:1].upper() + title[1:]
+    title = TITLE_PREFIX_RE.sub("", title_line).strip() or "Design"
+    if fixing.PLAIN_WORD_RE.match(title):  # a plain first word takes a capital; a name never does
+        title = title[:1].upper() + title[1:]
     out = [f"# {title}", "", "## Overview", ""]
     problem = _paragraphs(_section_text(log, "Problem"))
-    out += [p for para in problem for p in (para, "")]
+    out += [line for para in problem for line in (*_wrap(para), "")]
     findings = _list_items(_section_text(log, "Findings"))
     if findings:
-        out += ["The design rests on these findings:", ""] + [f"- {f}" for f in findings] + [""]
+        out += ["The design rests on these findings:", ""]
+        out += [line for f in findings for line in _wrap(f, "- ", "  ")] + [""]
     glossary = [m for line in _section_text(log, "Glossary") if (m := GLOSSARY_ITEM_RE.match(line))]
     if len(glossary) >= 3:
         out += ["## Core Concepts", ""]
-        out += [f"- **{m.group('term').strip()}**: {m.group('text').strip()}" for m in glossary] + [""]
+        for m in glossary:
+            out += _wrap(f"**{m.group('term').strip()}**: {m.group('text').strip()}", "- ", "  ")
+        out += [""]
+    notes: list[str] = []
+    grounded = grounding.ground(log.decisions, obs)
+    if grounded:
+        out += grounding.class_design(grounded) + grounding.workflow(grounded)
+    if not grounded:
+        notes.append(
+            "Left out Class Design and Workflow: PSI found none of the code names the decisions use."
+        )
+    elif not any(g.uses for g in grounded):
+        notes.append("Left out Workflow: PSI found no use of the code names the decisions use.")
     bearing = log.load_bearing()
     names = plan_names.section_names(bearing, wanted or [])
     for decision in bearing:
@@ -148,108 +190,56 @@ def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = 
             "",
             f"**TL;DR:** {_sentence(decision.value('Decision') or decision.title)}",
             "",
+            *_body(decision, grounded),
         ]
-        rationale = decision.value("Rationale")
-        if rationale:
-            out += [_sentence(rationale), ""]
-        alternatives = decision.value("Alternatives rejected")
-        if alternatives:
-            out += [f"Rejected alternatives: {_sentence(alternatives)}", ""]
-        grounding = _grounding(decision, obs)
-        out += [g for line in grounding for g in (line, "")]
     others = [d for d in log.decisions if not d.load_bearing]
     if others:
-        titles = "; ".join(d.title[:1].lower() + d.title[1:] for d in others)
+        titles = "; ".join(_flat(d.title) for d in others)
         out += [
             "## Conventions",
             "",
             f"**TL;DR:** Smaller choices with no rejected alternative: {titles}.",
             "",
         ]
-        for decision in others:
-            text = _sentence(decision.value("Decision") or decision.title)
-            why = decision.value("Rationale")
-            out.append(f"- **{decision.title}.** {text}" + (f" {_sentence(why)}" if why else ""))
-        out.append("")
-    if bearing:
+        out += [line for d in others for line in _convention(d)] + [""]
+    if log.decisions:
         out += ["## Decision Records", ""]
-        for decision in bearing:
+        for decision in log.decisions:
             out += record_lines(decision)
     text = "\n".join(out).rstrip() + "\n"
-    return code_unknown_caps(text, known_acronyms(obs.instructions) | keywords(obs.instructions))
+    text = _self_review(text, obs.instructions)
+    _check_names(log, text)
+    return Compiled(text, notes)
 
 
-def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, str, Entry]]:
-    listing = obs.call("read", path=episodes_path)
-    if failed(listing):
-        return []
-    names = sorted(n for n in listing.splitlines() if re.match(r"track-[\w-]+\.md$", n))
-    base = episodes_path.rstrip("/")
-    out = []
-    for name in names:
-        text = read_whole(obs, f"{base}/{name}")
-        plan = parse_plan_file(decode(text.encode("utf-8"), Path(name)))
-        title = next((h.text for h in plan.structure.headings if h.level == 1), name)
-        out += [(name, title, e) for e in plan.episodes]
-    return out
+def compile_phase1(log_text: str, obs: Observations, wanted: list[str] | None = None) -> str:
+    return compile_design(log_text, obs, wanted).text
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
+def _self_review(text: str, instructions: str) -> str:
+    """Fix what the comprehension reviewer would report of the author's own making."""
+    from pipeline.offline import comprehension
+
+    doc = doc_from_text(text)
+    view = parse_prose(text, doc.lines)
+    found = comprehension.review(doc, view, known_acronyms(instructions), keywords(instructions))
+    mine = [f for f in found if f["severity"] != "suggestion" and f["rule"] in SELF_FIXED]
+    return fixer.apply(text, mine, instructions)[0] if mine else text
 
 
-def compile_phase4(frozen_text: str, obs: Observations, episodes_path: str) -> str:
-    episodes = _episodes(obs, episodes_path)
-    lines = [line for line in frozen_text.split("\n") if not line.startswith("<!-- workflow-sha:")]
-    lines = [line for line in lines if not line.strip().startswith("**Mechanics:**")]
-    found = supersede.find(doc_from_text("\n".join(lines)), [(title, e) for _, title, e in episodes])
-    for item in found:
-        # Body sections that still state the superseded decision take the episode's account.
-        doc = doc_from_text("\n".join(lines))
-        for section in doc.body_sections():
-            body = " ".join(clean(t) for _, t in doc.prose_lines(section.start + 1, section.end))
-            if item.reasserts(f"{section.name}. {body}"):
-                lines[section.start - 1 : section.end] = [
-                    f"## {section.name}",
-                    "",
-                    f"**TL;DR:** {item.now()}",
-                    "",
-                    " ".join(item.story),
-                    "",
-                ]
-                break
-        doc = doc_from_text("\n".join(lines))
-        container = doc.find("Decision Records")
-        recs = doc.d_records()
-        for index, record in enumerate(recs):
-            if record.number != item.number:
-                continue
-            stop = (
-                recs[index + 1].line - 1
-                if index + 1 < len(recs)
-                else (container.end if container else len(lines))
-            )
-            label = item.episode.title.split(":", 1)
-            lines[record.line - 1 : stop] = [
-                f"### D{item.number}: {label[-1].strip()}",
-                f"**Decision:** {item.now()}",
-                f"**Alternatives rejected:** {item.old.title}, which {item.track} superseded.",
-                f"**Rationale:** {item.why()}",
-                f"**Source:** {item.track}, {label[0].strip()}",
-                "",
-            ]
-            break
-    built = ["## As built", "", "**TL;DR:** What the tracks delivered, as their episodes record it.", ""]
-    for _name, title, episode in episodes:
-        body = supersede.FULL_DESIGN_RE.sub("", episode.body)
-        first = sentences(_flat(body))
-        built.append(f"- **{title}, {episode.title}.** {first[0] if first else ''}".rstrip())
-    doc = doc_from_text("\n".join(lines))
-    container = doc.find("Decision Records")
-    at = container.start - 1 if container else len(lines)
-    if episodes:
-        lines[at:at] = [*built, ""]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
+SELF_FIXED = frozenset({"cr-term-order", "cr-tldr-mismatch"})
+
+
+class DamagedText(RuntimeError):
+    """The author's output lost a name, an acronym, code or a quotation of its inputs."""
+
+
+def _check_names(log: ResearchLog, text: str) -> None:
+    """Every protected token of the log's decisions stands in the design byte for byte."""
+    wanted = names.protected("\n".join(f.value for d in log.decisions for f in d.fields.values()))
+    gone = names.missing(wanted, text)
+    if gone:
+        raise DamagedText(f"the design lost text of the log's decisions: {', '.join(gone[:10])}")
 
 
 def _write(obs: Observations, path: str, text: str) -> None:
@@ -276,7 +266,7 @@ def _fix_companion(
     if not flagged or params.get("target") != "both" or not companion:
         return 0, len(flagged)
     current = read_whole(obs, companion)
-    text, fixed, left = fixer.apply(current, flagged, obs.instructions)
+    text, fixed, left = guarded_apply(current, flagged, obs.instructions)
     if text != current:
         _write(obs, companion, text)
     return fixed, left
@@ -292,7 +282,7 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
             elsewhere = [f for f in flagged if _names(f, params.get("design_mechanics_path"))]
             mine = [f for f in flagged if not _names(f, params.get("design_mechanics_path"))]
             extra = [f for f in mine if f.get("rule") == "abs-missing-record"]
-            text, fixed, left = fixer.apply(current, mine, obs.instructions)
+            text, fixed, left = guarded_apply(current, mine, obs.instructions)
             if extra and params.get("research_log_path"):
                 text, added = seed_records(text, read_whole(obs, params["research_log_path"]), extra)
                 fixed, left = fixed + added, left - added
@@ -310,11 +300,32 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         summary = "Compiled the final design from the frozen design, the track episodes and the code."
     else:
         log_text = read_whole(obs, params["research_log_path"])
-        text = compile_phase1(log_text, obs, plan_names.referenced_sections(params, obs))
-        summary = "Compiled the design from the research log's decisions, grounded in the code."
+        compiled = compile_design(log_text, obs, plan_names.referenced_sections(params, obs))
+        text = compiled.text
+        summary = " ".join(
+            ["Compiled the design from the research log's decisions, grounded in the code.", *compiled.notes]
+        )
     text = companion.author_companion(params, obs, text)
     _write(obs, output, text)
     return {"summary": summary, "output_path": output}
+
+
+def guarded_apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[str, int, int]:
+    """The fixer's edits, less any that would alter a name, an acronym, code or a quotation
+    (names.lost): such a finding is left, counted with those that need judgement."""
+    new, fixed, left = fixer.apply(text, flagged, instructions)
+    if not names.lost(text, new):
+        return new, fixed, left
+    # The mechanical fixes delete what the contract forbids (a "(per D6)" aside, a stray
+    # stamp, a link into the plan); every other fix is checked on its own.
+    safe = [
+        f
+        for f in flagged
+        if str(f.get("rule", "")).startswith("dsc-")
+        or not names.lost(text, fixer.apply(text, [f], instructions)[0])
+    ]
+    new, fixed, left = fixer.apply(text, safe, instructions)
+    return new, fixed, left + len(flagged) - len(safe)
 
 
 def seed_records(text: str, log_text: str, flagged: list[dict[str, Any]]) -> tuple[str, int]:

@@ -80,6 +80,8 @@ def author_companion(params: dict[str, Any], obs: Observations, text: str) -> st
         design, mechanics = final_pair(text, read(obs, frozen))
     else:
         current = obs.call("read", path=companion)
+        if not failed(current):
+            current = read(obs, companion)
         existing = None if failed(current) else without_stamp(current)
         design, mechanics = seed(text, existing)
         if not failed(current) and current.startswith("<!-- workflow-sha:"):

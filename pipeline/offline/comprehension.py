@@ -19,6 +19,7 @@ from pipeline.offline import acronyms
 from pipeline.offline.logtext import records
 from pipeline.offline.observe import Observations
 from pipeline.offline.pages import read_whole
+from pipeline.offline.references import dangling_refs
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
     containment,
@@ -36,14 +37,7 @@ from pipeline.offline.text import (
 
 BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:\n]{2,60}?)(?P<colon>:?)\*\*")
 DEFINES_RE = re.compile(r"^\s*(?::|—|–|-\s)|^\s+(?:is|are|means|refers\s+to|denotes)\s", re.IGNORECASE)
-SECTION_REF_RE = re.compile(r'§\s*"(?P<q>[^"]+)"|§(?P<bare>[A-Za-z][\w\- ]*[\w])')
-NAMED_SECTION_REF_RE = re.compile(r'\b(?:see|in) the "?(?P<name>[A-Z][\w\- ]{2,60}?)"? section\b')
 TLDR_PREFIX = "**TL;DR:**"
-HEADING_NORM_RE = re.compile(r"[`*_\"'“”]")
-
-
-def _norm(name: str) -> str:
-    return " ".join(HEADING_NORM_RE.sub("", name).lower().split())
 
 
 def _glossary(view: ProseView, block: Block) -> bool:
@@ -80,6 +74,27 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
     return found
 
 
+PLAIN_DEFINITION_RE = (
+    r"(?:(?:an?|the)\s+)?(?P<term>{terms})s?\s+(?:is|are|means|refers\s+to|denotes)\s+(?:an?|the|one|any)\s"
+)
+
+
+def plain_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
+    """Where a sentence first defines a term in plain words, "A preload realm is an isolated
+    context ...": a term so defined is defined there, whatever bold restates it later."""
+    if not terms:
+        return {}
+    alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in sorted(terms, key=len, reverse=True))
+    pattern = re.compile(PLAIN_DEFINITION_RE.format(terms=alternatives), re.IGNORECASE)
+    found: dict[str, int] = {}
+    for block in view.paragraphs():
+        for start, _ in sentence_spans(block.prose):
+            match = pattern.match(block.prose, start)
+            if match:
+                found.setdefault(" ".join(match.group("term").lower().split()), block.line_at(start))
+    return found
+
+
 EXPLAINED_RE = re.compile(
     r"^[*_]*\s*(?:\(|[—–-]+\s*(?:i\.?e\.?|that is|meaning)\b|,\s*(?:i\.e\.|that is)\b)", re.I
 )
@@ -91,6 +106,9 @@ def term_order(view: ProseView, report: Report) -> None:
     defs = definitions(view)
     if not defs:
         return
+    for term, line in plain_definitions(view, list(defs)).items():
+        if line < defs[term][0]:
+            defs[term] = (line, next(b for b in view.blocks if b.start <= line <= b.end))
     overview = {n.lower() for n in lexicon().overview_names}
     alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
     pattern = re.compile(alternatives, re.IGNORECASE)
@@ -111,6 +129,8 @@ def term_order(view: ProseView, report: Report) -> None:
             use = block.line_at(match.start())
             if in_overview or defining is block or use >= line or ("cr-term-order", term) in report:
                 continue
+            if _glossary(view, block) and view.section_at(block.start) == view.section_at(defining.start):
+                continue  # a glossary entry naming another entry of the same glossary
             report.add(
                 "cr-term-order",
                 term,
@@ -123,7 +143,10 @@ def term_order(view: ProseView, report: Report) -> None:
 
 
 def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
-    """Each acronym at its first use: defined there or earlier, later only, or never."""
+    """Each acronym at its first use: defined there or earlier, later only, or never. One
+    defined only later is a should-fix of its own (an order the author can fix); the ones
+    never defined are one suggestion for the document, listing each (most are the audience's
+    own vocabulary, docs/offline.md)."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
     previous: set[str] = set()
@@ -132,16 +155,21 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
         spelled = acronyms.long_forms(block.prose)
         per_block.append(explicit | spelled | previous)
         previous = spelled
-        for token in explicit:  # "defined only later" needs an explicit definition
+        for token in acronyms.strong_definitions(block.prose):
+            # "Defined only later" points at an outright definition, never at a run of
+            # capitalised words that happens to spell the acronym.
             defined_at.setdefault(token, block.start)
     seen: set[str] = set()
+    never: dict[str, list[acronyms.Use]] = {}
     title = next((h.text for h in view.headings if h.level == 1), "")
-    known_so_far: set[str] = acronyms.titled(title)
+    known_so_far: set[str] = acronyms.titled(title + "\n" + "\n".join(b.prose for b in view.blocks))
     for block, here in zip(view.blocks, per_block, strict=True):
         if block.kind == "heading":
             known_so_far |= here
             continue
         for use in acronyms.uses(block, lexicon_):
+            if use.token in never:
+                never[use.token].append(use)
             if use.token in seen:
                 report.also_at("cr-term-order", use.token, use.line)
                 continue
@@ -149,136 +177,35 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
             if use.token in known_so_far or use.token in here or use.linked:
                 continue
             later = defined_at.get(use.token)
-            where = f"defined only later, on line {later}" if later else "never defined"
-            # Defined later is a fault of order the author can fix; never defined is often the
-            # audience's own vocabulary (docs/offline.md, severity policy): a suggestion.
+            if later is None:
+                never[use.token] = [use]
+                continue
             report.add(
                 "cr-term-order",
                 use.token,
-                "should-fix" if later else "suggestion",
+                "should-fix",
                 use.line,
                 use.quote,
-                f"acronym {use.token} is {where}",
+                f"acronym {use.token} is defined only later, on line {later}",
                 f"spell it out at first use: '<long form> ({use.token})'",
             )
         known_so_far |= here
-
-
-def _external_link_before(block: Block, offset: int) -> bool:
-    """The sentence names an outside page before the reference (its section is there)."""
-    return any(end <= offset and not href.startswith("#") for _, end, href in block.links)
-
-
-def dangling_refs(view: ProseView, report: Report) -> None:
-    names = {_norm(h.text) for h in view.headings}
-    anchors = view.anchors()
-
-    def dangling(block: Block, start: int, end: int, subject: str, message: str, fix: str) -> None:
-        line = block.line_at(start)
-        report.add("cr-dangling-ref", subject, "should-fix", line, block.quote(start, end), message, fix)
-
-    last = _last_seen(view)
-    for index, block in enumerate(view.blocks):
-        for match in SECTION_REF_RE.finditer(block.prose):
-            target = (match.group("q") or match.group("bare") or "").strip()
-            if _norm(target) not in names:
-                dangling(
-                    block,
-                    match.start(),
-                    match.end(),
-                    match.group(0),
-                    f"reference {match.group(0)} names no section",
-                    "point it at an existing section heading, or remove it",
-                )
-        for match in NAMED_SECTION_REF_RE.finditer(block.prose):
-            href = block.link_at(match.start("name"))
-            if href is not None and (not href.startswith("#") or href[1:] in anchors):
-                continue
-            if _external_link_before(block, match.start()) or _norm(match.group("name")) in names:
-                continue
-            dangling(
-                block,
-                match.start(),
-                match.end(),
-                match.group(0),
-                f"'{match.group(0)}': there is no '{match.group('name').strip()}' section",
-                "name an existing section, or add the section",
-            )
-        _pointers(view, block, index, last, dangling)
-
-
-def _last_seen(view: ProseView) -> dict[str, int]:
-    """The index of the last block each content word appears in (one pass)."""
-    last: dict[str, int] = {}
-    for index, block in enumerate(view.blocks):
-        for word in content_words(block.prose):
-            last[word] = index
-    return last
-
-
-CLAUSE_RE = re.compile(r"[,;:()\[\]—–]|\s-\s")
-
-
-def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> set[str]:
-    """What a pointer promises: the words of its own clause (an aside in parentheses, or the
-    clause between commas), else of the clause before it, within its sentence."""
-    spans = sentence_spans(prose)
-    first, last = next(((a, b) for a, b in spans if a <= start < b), (0, len(prose)))
-    cuts = [first, *(m.start() for m in CLAUSE_RE.finditer(prose, first, last)), last]
-    before = max((c for c in cuts if c <= start), default=first)
-    after = min((c for c in cuts if c >= end), default=last)
-    clause = prose[before:start] + " " + prose[end:after]
-    subject = {w for w in content_words(clause) if w not in skip}
-    if not subject:
-        earlier = max((c for c in cuts if c < before), default=first)
-        subject = {w for w in content_words(prose[earlier:before]) if w not in skip}
-    return subject
-
-
-def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str]) -> bool:
-    """A "below" pointer in the last sentence of a paragraph that leads into its own
-    subsections (or its sibling subsections), a list, a table or code: what follows is what
-    it points at."""
-    if "below" not in match.group(0).lower() or block.in_list or block.kind != "paragraph":
-        return False
-    spans = sentence_spans(block.prose)
-    if not spans or match.start() < spans[-1][0]:
-        return False
-    following = next((b for b in view.blocks[index + 1 :] if not b.in_quote), None)
-    if any(
-        block.end < region.start and (following is None or region.start < following.start)
-        for region in view.code
-    ):
-        return True
-    if following is None:
-        return False
-    if following.kind == "heading":
-        # It leads into its own subsections ("### ..." under the "## ..." it sits in), or
-        # from one subsection into its siblings under the same part.
-        above = view.heading_before(block.start)
-        own = above.level if above is not None else 0
-        return following.level > own or (own >= 3 and following.level == own)
-    return following.kind == "cell" or following.in_list
-
-
-def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], dangling: Any) -> None:
-    """ "Described below" whose subject never comes up again after it, wherever it sits."""
-    skip = lexicon().pointer_words
-    for pattern in lexicon().forward_refs:
-        for match in pattern.finditer(block.prose):
-            if _introduces(view, index, block, match):
-                continue
-            subject = _pointer_subject(block.prose, match.start(), match.end(), skip)
-            later = sum(1 for w in subject if last.get(w, -1) > index)
-            if subject and later * 2 < len(subject):
-                dangling(
-                    block,
-                    match.start(),
-                    match.end(),
-                    f"{block.start}:{match.start()}",
-                    f"'{match.group(0)}', but nothing after it describes {', '.join(sorted(subject)[:4])}",
-                    "add what it promises, or remove the pointer",
-                )
+    if never:
+        first = next(iter(never.values()))[0]
+        listed = ", ".join(
+            f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
+            f"{', '.join(str(n) for n in sorted({u.line for u in uses})[:4])})"
+            for token, uses in never.items()
+        )
+        report.add(
+            "cr-term-order",
+            "acronyms never defined",
+            "suggestion",
+            first.line,
+            first.quote,
+            f"{len(never)} acronym{'s are' if len(never) > 1 else ' is'} never defined: {listed}",
+            "spell out at first use the ones your readers may not know: '<long form> (ACR)'",
+        )
 
 
 def tldr_mismatch(doc: DesignDoc, view: ProseView, report: Report) -> None:

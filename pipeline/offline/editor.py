@@ -10,8 +10,6 @@ from pipeline.offline import companion, fixer, instruction, sync
 from pipeline.offline.edit_io import read, write_edits
 from pipeline.offline.observe import Observations
 
-INSTRUCTION = "edit-instruction"
-
 
 def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     output = params["output_path"]
@@ -22,13 +20,12 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     if any(rule.startswith("sync-") for rule in rules):
         return sync.run(params, obs)
     current = read(obs, output)
-    findings = [f for f in flagged if f.get("rule") != INSTRUCTION]
-    text, fixed, left = fixer.apply(current, findings, obs.instructions)
+    text, fixed, left = fixer.apply(current, flagged, obs.instructions)
     notes = []
-    if findings:
+    if flagged:
         notes.append(f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.")
-    for request in (f for f in flagged if f.get("rule") == INSTRUCTION):
-        outcome = instruction.apply(text, str(request.get("message", "")), request.get("section"))
+    if params.get("instruction"):
+        outcome = instruction.apply(text, str(params["instruction"]), params.get("changed_section"))
         text = outcome.text
         if outcome.applied:
             notes.append("Carried out: " + "; ".join(outcome.applied) + ".")

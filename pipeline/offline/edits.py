@@ -35,11 +35,16 @@ class EditSet:
     lines: list[str]
     replaces: list[Replace] = field(default_factory=list)
     inserts: list[Insert] = field(default_factory=list)
+    frozen: frozenset[int] = frozenset()
+    """Lines no edit may change (decision records, which quote their source)."""
     _taken: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
     def replace(self, line: int, start: int, end: int, text: str) -> bool:
-        """Queue a replacement; False when it overlaps one already queued or leaves the line."""
+        """Queue a replacement; False when it overlaps one already queued, leaves the line or
+        touches a frozen line."""
         if not 1 <= line <= len(self.lines) or not 0 <= start <= end <= len(self.lines[line - 1]):
+            return False
+        if line in self.frozen:
             return False
         spans = self._taken.setdefault(line, [])
         if any((start < b and a < end) or (start == end == a) for a, b in spans):
@@ -54,7 +59,7 @@ class EditSet:
         return self.replace(line, 0, len(self.lines[line - 1]) if 1 <= line <= len(self.lines) else 0, text)
 
     def insert(self, before: int, lines: list[str]) -> bool:
-        if not 1 <= before <= len(self.lines) + 1:
+        if not 1 <= before <= len(self.lines) + 1 or (before in self.frozen and before - 1 in self.frozen):
             return False
         self.inserts.append(Insert(before, tuple(lines)))
         return True

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.checks.engine import find_asides
-from pipeline.formats.design_doc import STAMP_LIKE_RE, DesignDoc
-from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
+from pipeline.formats.design_doc import STAMP_LIKE_RE
+from pipeline.formats.prose import Block, parse_prose, words_of
 from pipeline.offline import acronyms, wording
 from pipeline.offline.edits import EditSet
+from pipeline.offline.fix_reading import (
+    fix_acronym,
+    fix_dangling,
+    fix_no_overview,
+    fix_term_order,
+    fix_tldr_mismatch,
+)
+from pipeline.offline.fixing import Context, Fixer, flagged_block, may_capitalise, replace
 from pipeline.offline.text import (
     HouseRule,
     doc_from_text,
@@ -43,18 +49,6 @@ JOINT_LEAD = {
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|^\s*\*\*[^*]+\*\*\s*)$")
 
 
-@dataclass(slots=True)
-class Context:
-    doc: DesignDoc
-    view: ProseView
-    rules: dict[str, HouseRule]
-    lexicon: acronyms.Lexicon
-    edits: EditSet
-    done: dict[tuple[str, str], bool] = field(default_factory=dict)
-    """Fixes that act on every use of a term, by (rule, term): the first finding fixes them
-    all, so many findings of one term cost one pass over the document."""
-
-
 def _lines_of(ctx: Context, f: dict[str, Any]) -> list[tuple[int, str]]:
     """The prose line a located finding names, else every prose line."""
     line = f.get("line")
@@ -63,22 +57,11 @@ def _lines_of(ctx: Context, f: dict[str, Any]) -> list[tuple[int, str]]:
     return ctx.doc.prose_lines()
 
 
-Fixer = Callable[[Context, dict[str, Any]], bool]
-
-
 def _blocks_in(ctx: Context, section: str | None) -> list[Block]:
     found = ctx.doc.find(section) if section else None
     if found is None:
         return [b for b in ctx.view.blocks if b.kind != "heading"]
     return [b for b in ctx.view.blocks if b.kind != "heading" and found.start <= b.start <= found.end]
-
-
-def _replace(ctx: Context, block: Block, start: int, end: int, text: str) -> bool:
-    """Replace ``block.text[start:end]``, which must lie on one source line."""
-    if "\n" in block.text[start:end]:
-        return False
-    line, col = block.locate(start)
-    return ctx.edits.replace(line, col, col + end - start, text)
 
 
 def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
@@ -89,15 +72,15 @@ def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
         stop = end
         while stop < len(text) and text[stop] in " ,":
             stop += 1
-        if stop < len(text) and text[stop] != "\n":
-            return _replace(ctx, block, start, stop + 1, text[stop].upper())
+        if stop < len(text) and text[stop] != "\n" and may_capitalise(text, stop):
+            return replace(ctx, block, start, stop + 1, text[stop].upper())
         return False
     begin = start
     while begin > 0 and text[begin - 1] == " ":
         begin -= 1
     if begin == start and end < len(text) and text[end] == " ":
-        return _replace(ctx, block, start, end + 1, "")
-    return _replace(ctx, block, begin, end, "")
+        return replace(ctx, block, start, end + 1, "")
+    return replace(ctx, block, begin, end, "")
 
 
 def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
@@ -113,23 +96,9 @@ def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
             if repl:
                 said = block.text[hit.start : hit.end]
                 piece = repl[:1].upper() + repl[1:] if said[:1].isupper() else repl
-                changed |= _replace(ctx, block, hit.start, hit.end, piece)
+                changed |= replace(ctx, block, hit.start, hit.end, piece)
             else:
                 changed |= _delete_term(ctx, block, hit.start, hit.end)
-    return changed
-
-
-def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
-    """An undefined acronym becomes a code span everywhere it is used (it names a thing the
-    document does not explain; a person or a model can spell it out instead)."""
-    token = acronyms.base((f.get("quote") or "").strip())
-    if not re.fullmatch(r"[A-Z][A-Z]+", token):
-        return False
-    changed = False
-    for block in ctx.view.blocks:
-        for use in acronyms.uses(block, ctx.lexicon):
-            if use.token == token:
-                changed |= _replace(ctx, block, use.start, use.end, f"`{use.quote}`")
     return changed
 
 
@@ -174,24 +143,10 @@ def fix_reverse_ref(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
-def _flagged_block(ctx: Context, f: dict[str, Any]) -> tuple[Block, int] | None:
-    """The block and offset where a finding's quote sits on its line."""
-    line, quote = f.get("line"), (f.get("quote") or "").strip()
-    if not isinstance(line, int) or not quote:
-        return None
-    for block in ctx.view.blocks:
-        if block.start <= line <= block.end:
-            index = line - block.start
-            at = block.text.find(quote, block.starts[index])
-            if at >= 0:
-                return block, at
-    return None
-
-
 def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
     """Split the sentence at its most central joints until each part is within the limit."""
     rule = ctx.rules.get("hs-sentence-length")
-    found = _flagged_block(ctx, f)
+    found = flagged_block(ctx, f)
     if rule is None or found is None:
         return False
     block, at = found
@@ -208,6 +163,13 @@ def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
         a, b = long[0]
         joints = [m for m in JOINT_RE.finditer(block.prose, a, b) if "\n" not in m.group(0)]
         joints = [m for m in joints if len(words_of(block.prose[a : m.start()])) >= 6]
+        # A joint whose next word would have to be capitalised must be followed by a plain
+        # word: a name ("iOS", "gRPC", `code`) is never altered.
+        joints = [
+            m
+            for m in joints
+            if JOINT_LEAD.get(m.group("word") or "", "") or may_capitalise(block.text, m.end())
+        ]
         if not joints:
             return changed
         middle = (a + b) / 2
@@ -216,7 +178,7 @@ def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
         lead = JOINT_LEAD.get(joint.group("word") or "", "")
         first = block.text[nxt : nxt + 1]
         tail = lead + (first if lead else first.upper())
-        if not _replace(ctx, block, joint.start(), nxt + 1, ". " + tail):
+        if not replace(ctx, block, joint.start(), nxt + 1, ". " + tail):
             return changed
         changed = True
         pieces.remove((a, b))
@@ -226,7 +188,7 @@ def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
 def fix_wall(ctx: Context, f: dict[str, Any]) -> bool:
     """Split an over-long paragraph at sentence ends into parts within the limit."""
     rule = ctx.rules.get("hs-wall-of-text")
-    found = _flagged_block(ctx, f)
+    found = flagged_block(ctx, f)
     if rule is None or found is None or found[0].in_quote:
         return False
     block = found[0]
@@ -241,7 +203,7 @@ def fix_wall(ctx: Context, f: dict[str, Any]) -> bool:
             continue
         line = block.line_at(after)
         if block.line_at(end) == line:
-            done = _replace(ctx, block, end, after, "\n\n" + indent)
+            done = replace(ctx, block, end, after, "\n\n" + indent)
         else:
             done = block.starts[line - block.start] == after and ctx.edits.insert(line, [""])
         if done:
@@ -253,7 +215,7 @@ def fix_dashes(ctx: Context, f: dict[str, Any]) -> bool:
     changed = False
     for block in _blocks_in(ctx, f.get("section")):
         for match in DASH_RE.finditer(block.prose):
-            changed |= _replace(ctx, block, match.start(), match.end(), ", ")
+            changed |= replace(ctx, block, match.start(), match.end(), ", ")
     return changed
 
 
@@ -266,12 +228,15 @@ FIXERS: dict[str, Fixer] = {
     "hs-puffery": fix_term,
     "hs-ai-tell": fix_term,
     "hs-acronym": fix_acronym,
-    "cr-term-order": fix_acronym,
+    "cr-term-order": fix_term_order,
+    "cr-tldr-mismatch": fix_tldr_mismatch,
+    "cr-dangling-ref": fix_dangling,
+    "cr-no-overview": fix_no_overview,
     "hs-sentence-length": fix_long_sentence,
     "hs-wall-of-text": fix_wall,
     "hs-em-dash": fix_dashes,
 }
-EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym})
+EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym, fix_term_order})
 """Fixers that act on every use of the finding's term, wherever the finding sits."""
 
 
@@ -280,7 +245,10 @@ def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
     lexicon = acronyms.Lexicon(view, known_acronyms(instructions), keywords(instructions))
-    ctx = Context(doc, view, parse_house_style(instructions), lexicon, EditSet(list(doc.lines)))
+    records = doc.find("Decision Records")
+    frozen = frozenset(range(records.start + 1, records.end + 1)) if records else frozenset()
+    edits = EditSet(list(doc.lines), frozen=frozen)
+    ctx = Context(doc, view, parse_house_style(instructions), lexicon, edits)
     fixed = left = 0
     for finding in flagged:
         rule = finding.get("rule", "")

@@ -1,14 +1,15 @@
 """Reading a whole file through the Read tool, page by page.
 
-The Read tool returns at most one page per call and says so in a note (formats.paging);
-the offline roles read on until they hold every line. A file that cannot be read whole (a
+The Read tool returns numbered lines, at most one page per call, and says so in a note
+(formats.paging); the offline roles take the numbers off (checking each) and read on until
+they hold every line. A file that cannot be read whole (a
 single line longer than a page) is :class:`Unreadable`: a review role reports it as a
 blocker, an author fails; no role says "ok" about text it has not seen.
 """
 
 from __future__ import annotations
 
-from pipeline.formats.paging import parse_page
+from pipeline.formats.paging import NumberingError, parse_page
 from pipeline.formats.textio import split_lines
 from pipeline.offline.observe import Observations, Unreadable
 
@@ -26,7 +27,10 @@ def read_whole(obs: Observations, path: str) -> str:
         result = obs.call("read", **args)
         if failed(result):
             raise Unreadable(path, result)
-        page = parse_page(result, offset)
+        try:
+            page = parse_page(result, offset)
+        except NumberingError as exc:
+            raise Unreadable(path, str(exc)) from None
         if page.cut:
             raise Unreadable(path, f"line {page.first} is longer than one Read page; it was cut")
         if page.first != offset:

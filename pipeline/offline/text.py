@@ -17,8 +17,12 @@ LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")
 MARKUP_RE = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
 LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[A-Z0-9\"“(\[`*])")
-ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "Fig.", "No.")
+FOOTNOTE = r"(?:\[\^?[\w-]{1,12}\]|\ue000+)*"
+"""A footnote reference (``[^1]``, ``[2]``) or masked markup (``<sup>1</sup>``, a link's target)
+between a sentence's last mark and the next sentence."""
+SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*])")
+ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "approx.", "Fig.", "No.")
+"""Abbreviations that never end a sentence. "etc." is not one: before a capital it ends one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,12 @@ class Lexicon:
     overview_names: tuple[str, ...]
     glossary_names: tuple[str, ...]
     proselint_checks: tuple[str, ...]
+    group_min: int
+    group_density: float
+    group_share: float
+    group_density_by_rule: dict[str, float]
+    tentative_sections: frozenset[str]
+    whole_document_rules: frozenset[str]
 
 
 @cache
@@ -49,6 +59,12 @@ def lexicon() -> Lexicon:
         overview_names=tuple(data["overview_names"]),
         glossary_names=tuple(data["glossary_names"]),
         proselint_checks=tuple(data["proselint_checks"]),
+        group_min=int(data["suggestion_group_min"]),
+        group_density=float(data["suggestion_group_density"]),
+        group_share=float(data["suggestion_group_share"]),
+        group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
+        tentative_sections=frozenset(data["tentative_sections"]),
+        whole_document_rules=frozenset(data["whole_document_rules"]),
     )
 
 
@@ -100,7 +116,29 @@ def clean(line: str, keep_code: bool = False) -> str:
     return MARKUP_RE.sub("", text).strip()
 
 
-SPAN_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[A-Z0-9\"“(\[`*\ue000])")
+SPAN_SPLIT_RE = re.compile(
+    r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*\ue000])"
+    # A line that ends without a mark, followed by a line that opens a new sentence, is two
+    # sentences whose full stop is missing ("... with overflow\nThere are some tricks").
+    r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n"
+    r"(?=(?:The|This|These|There|It|We|They|If|When|Note|Once|However)\s))"
+)
+OPEN_CLAUSE = frozenset(
+    {
+        *("the", "a", "an", "of", "to", "in", "on", "for", "with", "and", "or", "but", "nor"),
+        *("by", "from", "as", "at", "is", "are", "be", "was", "were", "that", "which", "than"),
+    }
+)
+"""Words that leave a line's clause open: the next line continues the sentence."""
+LABEL_LINE_RE = re.compile(r"^\*\*[^*\n]{1,60}\*\*:?[ \t]*\n(?=\S)")
+"""A bold label on a line of its own ("**Calculate new bounds:**") heading the sentence under it."""
+LAST_WORD_RE = re.compile(r"(\w+)\W*$")
+
+
+def _continues(text: str, at: int) -> bool:
+    """A line break at ``at`` that a word before it leaves open ("... with the\nThe")."""
+    word = LAST_WORD_RE.search(text[max(0, at - 30) : at])
+    return word is not None and word.group(1).lower() in OPEN_CLAUSE
 
 
 def sentence_spans(prose: str) -> list[tuple[int, int]]:
@@ -110,7 +148,13 @@ def sentence_spans(prose: str) -> list[tuple[int, int]]:
         protected = protected.replace(abbr, abbr.replace(".", "\x00"))
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in SPAN_SPLIT_RE.finditer(protected):
+    label = LABEL_LINE_RE.match(protected)
+    if label:
+        spans.append((0, label.end()))
+        start = label.end()
+    for match in SPAN_SPLIT_RE.finditer(protected, start):
+        if match.group("unmarked") and _continues(protected, match.start()):
+            continue
         spans.append((start, match.start()))
         start = match.end()
     spans.append((start, len(prose)))

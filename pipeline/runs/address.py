@@ -15,9 +15,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-
 from pipeline.errors import InputError, first_line
 
 STORE_ENV = "DESIGNLOOP_STORE"
@@ -52,6 +49,10 @@ def _parsed(text: str) -> dict[str, str]:
     scheme = re.match(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if scheme and scheme.group(1).lower() not in SCHEMES:
         raise InputError(f"--store {scheme.group(1)}://… is not a postgresql:// address", hint=HINT)
+    require_postgres()
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
     try:
         parts = conninfo_to_dict(text)
     except psycopg.Error as exc:
@@ -64,6 +65,23 @@ def _parsed(text: str) -> dict[str, str]:
     # An address may name no part at all (``postgresql://``): libpq takes them from PGHOST,
     # PGUSER, PGPASSWORD ... as CI service containers set them.
     return {k: str(v) for k, v in parts.items() if v is not None}
+
+
+def require_postgres() -> None:
+    """The PostgreSQL store's packages are an optional extra: say how to install them."""
+    import importlib
+
+    missing = []
+    for module in ("psycopg", "pgqueuer", "langgraph.checkpoint.postgres"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise InputError(
+            f"the PostgreSQL store needs packages that are not installed ({', '.join(missing)})",
+            hint="pip install 'designloop[postgres]', or leave out --store to keep runs in runs/",
+        )
 
 
 def _check_ports(parts: dict[str, str], shown: str) -> None:

@@ -19,10 +19,9 @@ from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.events import EventLog
-from pipeline.runs.preflight import check_design_dir, check_runs_dir
+from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import RunOptions, RunRecord, portable, write_record
-from pipeline.runs.setup import OpenRun, stored_url
-from pipeline.settings import make_runs_dir
+from pipeline.runs.setup import OpenRun, appear_whole, stored_url
 
 BEFORE = "before"
 PLACEHOLDER_STAMP = stamp_line("0" * 40)
@@ -93,11 +92,9 @@ def prepare_edit(
     check_models(session.runtime)
     check_design_dir(design, req.kind)
     check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
     run_id = run_id or new_edit_id(req.kind)
     run_dir = session.runs_dir / run_id
-    partial = make_runs_dir(session.runs_dir) / f".{run_id}.partial"
-    partial.mkdir(parents=True)
-    snapshot(design, partial)
     primary = design.mechanics if req.kind == "mechanics-edit" else design.design
     record = RunRecord(
         run_id=run_id,
@@ -113,15 +110,20 @@ def prepare_edit(
             budget_tokens=options.budget_tokens,
             max_cost=options.max_cost,
             runs_dir=portable(session.runs_dir, design.repo_root),
+            max_requests=options.max_requests,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(primary),
         edit=req,
         repo_root=str(design.repo_root),
     )
-    write_record(partial, record)
-    EventLog(partial).emit(
-        "run_start", run_kind=req.kind, directory=record.directory, models=session.runtime.model_specs
-    )
-    partial.rename(run_dir)
+
+    def fill(partial: Path) -> None:
+        snapshot(design, partial)
+        write_record(partial, record)
+        EventLog(partial).emit(
+            "run_start", run_kind=req.kind, directory=record.directory, models=session.runtime.model_specs
+        )
+
+    appear_whole(run_dir, fill)
     return OpenRun(record, run_dir, design, session)

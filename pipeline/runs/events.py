@@ -6,7 +6,9 @@ derive everything they show by replaying the file; nothing else is consulted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import json
 import os
 import threading
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import InputError
+from pipeline.formats.space import FULL, out_of_space
 
 EVENTS = "events.jsonl"
 
@@ -41,10 +44,11 @@ class EventLog:
         }
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode()
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
+            fd = os.open(  # 0o666 less the umask, as any other program's file
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666
+            )
             try:
-                os.write(fd, line)  # one write of one line: O_APPEND keeps concurrent lines whole
-                os.fsync(fd)
+                _append(fd, line, self.path)
             finally:
                 os.close(fd)
         for listener in self._listeners:
@@ -54,6 +58,22 @@ class EventLog:
     def recorded(self, kind: str) -> bool:
         """Whether an event of ``kind`` is already in the log (a finish records its outcome once)."""
         return self.path.exists() and any(e["type"] == kind for e in read_events(self.run_dir))
+
+
+def _append(fd: int, line: bytes, path: Path) -> None:
+    """One write of one line (O_APPEND keeps concurrent lines whole); a line the disk had no room
+    for is taken back whole, so the log never ends in half an event."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        if os.write(fd, line) != len(line):
+            raise OSError(errno.ENOSPC, "the line was cut short", str(path))
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, end)
+        if exc.errno in FULL:
+            raise out_of_space(path, len(line)) from exc
+        raise
 
 
 def damaged_line(path: Path, line: int, what: str) -> InputError:

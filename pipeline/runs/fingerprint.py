@@ -15,13 +15,13 @@ run ended PASS: no run starts and no request is sent. The inputs are
   included, hidden directories not); else every file the tools' walk yields under the
   repository root (a model's Grep, Glob and Read reach all of it, hidden directories too).
   Both walks (agents.readable) skip version control, virtual environments, caches and build
-  output. Left out: the runs directory and
-  designloop's recorded outputs (agents.readable.byproducts; no role reads them), and every
-  design directory's ``_workflow/`` and phase-4 outputs: the documents designloop writes
-  (counting one directory's documents as another's code would make the two re-run each other
-  for ever; each directory's own inputs are listed above). Sockets, FIFOs and devices are
-  never opened; a file that cannot be read counts by its error. A file over 4 MiB counts by
-  its path and size. One batch digests each root once.
+  output. Left out: the runs directory, every other runs directory under the repository
+  (agents.readable.store_dirs), designloop's recorded outputs (agents.readable.byproducts; no
+  role reads them), and every design directory's ``_workflow/`` and phase-4 outputs: the
+  documents designloop writes (counting one directory's documents as another's code would make
+  the two re-run each other for ever; each directory's own inputs are listed above). Sockets,
+  FIFOs and devices are never opened; a file that cannot be read counts by its error. A file
+  over 4 MiB counts by its path and size. One batch digests each root once.
 
 The outputs are the files the kind writes (``_workflow/design.md`` and its companion; or
 ``design-final.md`` and ``design-mechanics-final.md``): a PASS whose output was edited since
@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-from pipeline.agents.readable import byproducts, walk
+from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.design_dir import DesignDir
@@ -133,7 +133,8 @@ class Fingerprints:
     def code(self, root: Path, repo_root: Path, wide: bool) -> str:
         """``wide``: walked as a model's tools walk it, else as the code index does."""
         if (root, wide) not in self._code:
-            left_out = (self.runs_dir, *byproducts(self.runs_dir, repo_root), *self.skip)
+            stores = store_dirs(repo_root)  # every runs directory: no role reads one
+            left_out = (self.runs_dir, *byproducts(self.runs_dir, repo_root), *stores, *self.skip)
             self._code[root, wide] = code_digest(root, left_out, hidden_dirs=wide)
         return self._code[root, wide]
 

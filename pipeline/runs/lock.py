@@ -25,6 +25,7 @@ from typing import Protocol
 from filelock import lock_descriptor, unlock_descriptor
 
 from pipeline.errors import DesignloopError, ExitCode, InputError
+from pipeline.formats.space import FULL, out_of_space
 
 LOCK_NAME = ".designloop-run.lock"
 POLL_SECONDS = 0.2
@@ -138,12 +139,24 @@ class FileRunLock:
                         told = True
                     lock_descriptor(fd, blocking=True, poll_interval=POLL_SECONDS)
                 if self._at_path(fd):
-                    self._name(fd, holder)
+                    self._name_or_let_go(fd, holder)
                     self._fd, fd = fd, -1
                     return
             finally:
                 if fd >= 0:
                     os.close(fd)
+
+    def _name_or_let_go(self, fd: int, holder: Holder) -> None:
+        """Name the holder in the file just locked; one that cannot be named (a full disk) is
+        removed before the lock is let go, so a refused run leaves no lock file behind."""
+        try:
+            self._name(fd, holder)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            if exc.errno in FULL:
+                raise out_of_space(self.path, resume=None) from exc
+            raise
 
     def _name(self, fd: int, holder: Holder) -> None:
         os.ftruncate(fd, 0)
@@ -169,10 +182,12 @@ class FileRunLock:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask
+            # 0o666 less the umask, as any other program's file
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
         except OSError as exc:
             raise InputError(
-                f"cannot create the run lock: {exc.strerror}",
+                f"cannot create the run lock: {exc.strerror}"
+                + (" (a symbolic link is in its place)" if self.path.is_symlink() else ""),
                 file=self.path,
                 hint="make the design directory's _workflow/ writable",
             ) from None
@@ -208,7 +223,7 @@ class FileRunLock:
 
     def holder(self) -> Holder | None:
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return None
         try:

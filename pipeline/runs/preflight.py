@@ -13,11 +13,20 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.formats.database import check_database
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import CREATION_KINDS, PHASE1
-from pipeline.formats.plan import check_episodes, load_tracks
-from pipeline.formats.research_log import load_research_log
+from pipeline.formats.kinds import PHASE1, PHASE4
+from pipeline.formats.plan import check_episodes, load_plan_file, load_tracks
+from pipeline.formats.research_log import ResearchLog, load_research_log
 from pipeline.formats.review_log import parse_entries
-from pipeline.formats.textio import read_text
+from pipeline.formats.space import (
+    DESIGN_FLOOR,
+    DESIGN_PER_INPUT_BYTE,
+    PER_INPUT_BYTE,
+    RUN_FLOOR,
+    bytes_read,
+    check_space,
+)
+from pipeline.formats.sync_delta import baseline_path
+from pipeline.formats.textio import check_write_target, read_text
 from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
 
 
@@ -85,27 +94,118 @@ def _text(path: Path, what: str) -> None:
         read_text(path, what=what)
 
 
-def check_design_dir(design: DesignDir, kind: str) -> None:
-    """What the creation kinds read and write in the design directory, checked up front."""
-    writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
-    check_reviews(design)
+REVIEW = "review"
+"""The kind ``designloop review`` checks its links as: it writes params files and, for the
+adversarial review, the research log."""
+
+
+def outputs(design: DesignDir, kind: str) -> list[Path]:
+    """The files a run of ``kind`` may write in the design directory."""
     if kind == PHASE1:
-        load_research_log(design.research_log)
-        _text(design.design, "design")
-        _text(design.mechanics, "design mechanics")
-    elif kind not in CREATION_KINDS:  # an interactive edit checks its own inputs (formats.edit_plan)
-        _text(design.design, "design")
-        _text(design.mechanics, "design mechanics")
-    else:
-        writable_dir(design.root, "the design directory", "make the design directory writable")
+        return [design.design, design.mechanics, design.mutations, design.research_log]
+    if kind == PHASE4:
+        return [design.final, design.final_mechanics, design.mutations]
+    if kind == REVIEW:  # the adversarial review appends its gate entry to the log
+        return [design.research_log]
+    plans = [design.plan] + (sorted(design.plan_dir.glob("*.md")) if design.plan_dir.is_dir() else [])
+    return [design.design, design.mechanics, design.mutations, baseline_path(design.workflow), *plans]
+
+
+def _inside(path: Path, design: DesignDir, what: str) -> None:
+    if path.exists() and not path.resolve().is_relative_to(design.repo_root):
+        raise InputError(
+            f"{what} leads outside the repository (to {path.resolve()}) through a symbolic link",
+            file=path,
+            hint="replace the link by the file or directory itself, inside the repository",
+        )
+
+
+def check_links(design: DesignDir, kind: str) -> None:
+    """No read and no write of a run goes through a link out of the repository, and no file a run
+    may write is a link at all (formats.textio.check_write_target; docs/formats.md, "Links")."""
+    for directory in (design.workflow, design.reviews, design.plan_dir):
+        _inside(directory, design, "the directory")
+    reads = [design.research_log, design.design, design.mechanics, design.final, design.plan]
+    reads += sorted(design.plan_dir.glob("*.md")) if design.plan_dir.is_dir() else []
+    for path in reads:
+        _inside(path, design, "the file")
+    for path in outputs(design, kind):
+        check_write_target(path, design.repo_root)
+    if design.reviews.is_dir():
+        for path in sorted(design.reviews.rglob("*")):
+            check_write_target(path, design.repo_root)
+
+
+def require_decisions(log: ResearchLog) -> None:
+    """Phase 1 writes the design from the log's decisions: an empty log, one of headings only, or
+    one that records no decision is refused before any author round is spent on it."""
+    hint = (
+        "write the log's ## Decision Log (### D1: ... with **Decision:** and **Alternatives "
+        "rejected:**, docs/formats.md §3), have it reviewed, then run again"
+    )
+    body = [line for line in log.file.lines if line.strip() and not line.lstrip().startswith("#")]
+    if not log.file.text.strip():
+        raise InputError("the research log is empty", file=log.path, hint=hint)
+    if not body:
+        raise InputError("the research log holds headings only", file=log.path, hint=hint)
+    if not log.decisions:
+        raise InputError(
+            "the research log records no decision under ## Decision Log", file=log.path, hint=hint
+        )
+
+
+def check_inputs(design: DesignDir, kind: str) -> None:
+    """Every file a run of ``kind`` reads, read and parsed as the run will (UTF-8, no NUL byte,
+    the formats of docs/formats.md): the log, the designs, the plan, every track file and the
+    review log. ``estimate`` runs exactly this."""
+    if kind == PHASE1:
+        require_decisions(load_research_log(design.research_log))
+    elif kind == PHASE4:
         if not design.design.is_file():
             raise InputError(
                 "phase4-creation needs the frozen phase-1 design",
                 file=design.design,
                 hint="run designloop create first, or restore _workflow/design.md",
             )
-        _text(design.design, "design")
-        _text(design.final, "final design")
-        for track in load_tracks(design.plan_dir) if design.plan_dir.is_dir() else []:
-            check_episodes(track)  # phase 4 grounds on the episodes: unreadable ones are named now
+        if not read_text(design.design, what="design").text.strip():
+            raise InputError(
+                "the frozen phase-1 design is empty",
+                file=design.design,
+                hint="run designloop create first, or restore _workflow/design.md from version control",
+            )
+    for path, what in (
+        (design.design, "design"),
+        (design.mechanics, "design mechanics"),
+        (design.final, "final design"),
+        (design.final_mechanics, "final design mechanics"),
+    ):
+        _text(path, what)
+    if design.plan.exists():
+        load_plan_file(design.plan)
+    if design.plan_dir.is_dir():
+        for track in load_tracks(design.plan_dir):
+            if kind == PHASE4:  # phase 4 grounds on the episodes: unreadable ones are named now
+                check_episodes(track)
     parse_entries(design.mutations)  # a malformed review log is found now, not after the run
+
+
+def check_design_dir(design: DesignDir, kind: str) -> None:
+    """What a run reads and writes in the design directory, checked up front."""
+    check_links(design, kind)
+    writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")
+    check_reviews(design)
+    if kind == PHASE4:
+        writable_dir(design.root, "the design directory", "make the design directory writable")
+    check_inputs(design, kind)
+
+
+def check_run_space(design: DesignDir, runs_dir: Path) -> None:
+    """The file systems a run writes have room for a run of its size (formats.space): a full
+    disk is refused now, not after a half-run."""
+    read = bytes_read([design.research_log, design.design, design.mechanics, design.final, design.plan_dir])
+    check_space(
+        [
+            (runs_dir, RUN_FLOOR + PER_INPUT_BYTE * read),
+            (design.workflow, DESIGN_FLOOR + DESIGN_PER_INPUT_BYTE * read),
+        ]
+    )

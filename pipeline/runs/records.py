@@ -35,6 +35,8 @@ class RunOptions(BaseModel):
     """Relative to the repository root when inside it (portable), else absolute."""
     fail_on: FailOn = "blocker"
     """The least severe finding that makes a finished run exit 1 (SHOULD-FIX REMAINS exits 0 otherwise)."""
+    max_requests: int | None = None
+    """``--max-requests``: the per-spawn request limit (None: ``[run] spawn_requests``)."""
 
 
 class RunRecord(BaseModel):

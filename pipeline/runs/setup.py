@@ -3,8 +3,11 @@ one to resume it. The design directory is opened once per process and handed on.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -12,9 +15,10 @@ from urllib.parse import urlsplit
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.kinds import PHASE1
+from pipeline.formats.space import space_error
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.events import EventLog
-from pipeline.runs.preflight import check_design_dir, check_runs_dir
+from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,
     RunOptions,
@@ -93,6 +97,7 @@ def plan_run(
     check_models(session.runtime)
     check_design_dir(design, kind)
     check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
     target = design.design if kind == PHASE1 else design.final
     return RunPlan(new_run_id(kind), kind, design, target, session, options, warmup, fail_on)
 
@@ -116,6 +121,7 @@ def start_run(plan: RunPlan) -> OpenRun:
             max_cost=options.max_cost,
             runs_dir=portable(session.runs_dir, design.repo_root),
             fail_on=plan.fail_on,
+            max_requests=options.max_requests,
         ),
         models=session.runtime.model_specs,
         draft=design.rel(plan.target),
@@ -124,21 +130,44 @@ def start_run(plan: RunPlan) -> OpenRun:
         overwrote=list(plan.overwrite),
     )
     run_dir = session.runs_dir / plan.run_id
-    partial = make_runs_dir(session.runs_dir) / f".{plan.run_id}.partial"
-    partial.mkdir(parents=True)
     # What the run may overwrite, byte for byte: the draft, and the companion it may rewrite.
     companion = design.mechanics if plan.kind == PHASE1 else design.final_mechanics
-    for source, name in ((plan.target, BEFORE), (companion, BEFORE_COMPANION)):
-        if source.is_file():
-            atomic_write_bytes(partial / name, source.read_bytes())
-            if plan.overwrite:
-                record.kept[design.rel(source)] = design.rel(run_dir / name)
-    write_record(partial, record)
-    EventLog(partial).emit(
-        "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
-    )
-    partial.rename(run_dir)
+
+    def fill(partial: Path) -> None:
+        for source, name in ((plan.target, BEFORE), (companion, BEFORE_COMPANION)):
+            if source.is_file():
+                atomic_write_bytes(partial / name, source.read_bytes())
+                if plan.overwrite:
+                    record.kept[design.rel(source)] = design.rel(run_dir / name)
+        write_record(partial, record)
+        EventLog(partial).emit(
+            "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
+        )
+
+    appear_whole(run_dir, fill)
     return OpenRun(record, run_dir, design, session)
+
+
+def appear_whole(run_dir: Path, fill: Callable[[Path], None]) -> None:
+    """Make ``run_dir`` under a temporary name, ``fill`` it, and rename it into place: a kill
+    never leaves half a run, and a failure (a full disk) leaves nothing at all."""
+    partial = run_dir.parent / f".{run_dir.name}.partial"
+    made = not run_dir.parent.exists()
+    try:
+        make_runs_dir(run_dir.parent)
+        partial.mkdir()
+        fill(partial)
+        partial.rename(run_dir)
+    except BaseException as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        if made:  # the runs directory made for it goes too, its .gitignore with it
+            with contextlib.suppress(OSError):
+                (run_dir.parent / ".gitignore").unlink(missing_ok=True)
+                run_dir.parent.rmdir()
+        full = space_error(exc, run_dir.parent) if isinstance(exc, Exception) else None
+        if full is not None:
+            raise full from None
+        raise
 
 
 def prepare_run(
@@ -154,10 +183,14 @@ def prepare_run(
 
 
 def resume_options(
-    record: RunRecord, run_dir: Path, budget_tokens: int | None, max_cost: str | None
+    record: RunRecord,
+    run_dir: Path,
+    budget_tokens: int | None,
+    max_cost: str | None,
+    max_requests: int | None = None,
 ) -> SessionOptions:
-    """The recorded run's session options, a new budget or cost cap replacing the recorded one;
-    its runs directory is the one it was found in."""
+    """The recorded run's session options, a new budget, cost cap or request limit replacing the
+    recorded one; its runs directory is the one it was found in."""
     opts = record.options
     return SessionOptions(
         opts.model,
@@ -166,6 +199,7 @@ def resume_options(
         budget_tokens if budget_tokens is not None else opts.budget_tokens,
         max_cost if max_cost is not None else opts.max_cost,
         run_dir.resolve().parent,
+        max_requests=max_requests if max_requests is not None else opts.max_requests,
     )
 
 
@@ -175,6 +209,7 @@ def load_run(
     max_cost: str | None = None,
     fail_on: FailOn | None = None,
     repo: Path | None = None,
+    max_requests: int | None = None,
 ) -> OpenRun:
     """Open a recorded run to resume it, checked like a new one; a new budget (or --fail-on)
     replaces the recorded one. The run's paths are found in this checkout (records.locate), so
@@ -183,6 +218,10 @@ def load_run(
     record = read_record(run_dir)
     if fail_on is not None:
         record = record.model_copy(update={"options": record.options.model_copy(update={"fail_on": fail_on})})
+    if max_requests is not None:
+        record = record.model_copy(
+            update={"options": record.options.model_copy(update={"max_requests": max_requests})}
+        )
     options = resume_options(record, run_dir, budget_tokens, max_cost)
     _, directory, code_root = locate(record, run_dir, repo)
     design = open_design_dir(directory, code_root)
@@ -190,4 +229,7 @@ def load_run(
     check_models(session.runtime)
     check_design_dir(design, record.kind)
     check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
+    if max_requests is not None:  # kept, so a later resume goes on with the raised limit
+        write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)

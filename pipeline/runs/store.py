@@ -25,7 +25,7 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
-from pipeline.runs.address import store_url
+from pipeline.runs.address import require_postgres, store_url
 from pipeline.runs.events import EVENTS
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
@@ -269,6 +269,7 @@ def open_store(url: str | None, runs_dir: Path) -> RunStore:
     url = store_url(url)
     if url is None:
         return LocalStore(runs_dir)
+    require_postgres()
     from pipeline.runs.pg_store import PgStore
 
     store: RunStore = PgStore(url, runs_dir)

@@ -115,6 +115,9 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.state, view.message = "paused", event.get("message")
     elif kind == "stopped":
         view.state, view.message = "stopped", event.get("message")
+        partial = event.get("partial") or {}  # what the stopped spawn had spent by then
+        view.tokens += int(partial.get("total_tokens", 0))
+        view.cost += float(partial.get("cost_usd", 0) or 0)
     elif kind == "review_log":
         view.review_log_entry = event.get("entry")
     elif kind == "outcome":

@@ -1,0 +1,111 @@
+"""A recorded real-model run replays: a create, an instruction edit and a phase-4 final on
+ADR Tools' scripts and decisions, every request answered by hand as a careful model would
+(tests/cassettes/adr-tools). The runs must send exactly the recorded requests and end as
+they ended; a changed prompt, tool or schema is a mismatch that names the first request
+it changed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cassette import STAMP, Replay, ReplayServer, load, normalise
+from conftest import run_cli
+
+CASSETTE = Path(__file__).parent / "cassettes" / "adr-tools"
+DIRECTORY = "docs/adr/0001-adr-tools"
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(CASSETTE / "project", repo)
+    (repo / ".git").mkdir()
+    return repo
+
+
+def _loopback(monkeypatch: pytest.MonkeyPatch, repo: Path) -> None:
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # the replay on 127.0.0.1 only
+    monkeypatch.setenv("OPENAI_API_KEY", "replayed")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(repo)
+
+
+def _run(args: list[str], server: ReplayServer, model: str) -> dict[str, Any]:
+    result = run_cli([*args, "--model", model, "--base-url", server.base_url, "--json"])
+    return json.loads(result.out) if result.out.strip() else {"exit_code": result.code, "error": result.err}
+
+
+def _entries(text: str) -> str:
+    """The review log without what differs between two runs of the same exchange: the run
+    markers and the dates."""
+    text = re.sub(r"^<!-- designloop-run: \S+ -->\n\n", "", text, flags=re.MULTILINE)
+    return re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
+
+
+def _findings(out: dict[str, Any]) -> list[list[Any]]:
+    return [
+        [f.get("role"), f["rule"], f["severity"], f["rounds"], f["status"], f["line"]]
+        for f in out["findings"]
+    ]
+
+
+def test_the_recorded_run_replays_request_for_request_to_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = json.loads((CASSETTE / "runs.json").read_text())
+    exchanges = load(CASSETTE)
+    repo = _repo(tmp_path)
+    _loopback(monkeypatch, repo)
+    replay = Replay(exchanges)
+    with ReplayServer(replay) as server:
+        outs = [_run(run["args"], server, recorded["model"]) for run in recorded["runs"]]
+    assert replay.mismatches == [], replay.mismatches[0]
+    assert sorted(replay.used) == [e.number for e in exchanges], "every recorded request was sent, once"
+    for run, out in zip(recorded["runs"], outs, strict=True):
+        got = {k: out.get(k) for k in ("outcome", "exit_code", "rounds", "blocking", "review_log_entry")}
+        assert got == {k: run[k] for k in got}, run["args"][0]
+        assert _findings(out) == run["findings"], run["args"][0]
+    design = repo / DIRECTORY
+    expected = CASSETTE / "expected"
+    assert normalise((design / "_workflow" / "design.md").read_text()) == normalise(
+        (expected / "design.md").read_text()
+    )
+    assert (design / "design-final.md").read_text() == (expected / "design-final.md").read_text()
+    log = (design / "_workflow" / "design-mutations.md").read_text()
+    assert _entries(log) == _entries((expected / "design-mutations.md").read_text())
+    # The story the record tells: round 2 of the final fixed the fidelity check's finding.
+    assert "fid-missing-symbol" in log and "— fixed in round 2" in log
+
+
+def test_a_changed_prompt_is_a_mismatch_naming_the_first_request_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path)
+    spawn = (Path(__file__).parent.parent / "prompts" / "spawn.md").read_text()
+    override = repo / ".designloop" / "prompts" / "spawn.md"
+    override.parent.mkdir(parents=True)
+    override.write_text(spawn.replace("before anything else", "first of all"))
+    _loopback(monkeypatch, repo)
+    replay = Replay(load(CASSETTE))
+    with ReplayServer(replay) as server:
+        out = _run(["create", DIRECTORY], server, "openai:relay")
+    assert out["exit_code"] != 0
+    first = replay.mismatches[0]
+    assert first.startswith(
+        "request 1 of this run matches no recorded request; the nearest is recorded request 0001"
+    )
+    assert "'You are the design author." in first and "differ at .messages[1].content, character" in first
+    assert "before anything else" in first and "first of all" in first
+    assert "docs/agents.md, 'The recorded run'" in first
+
+
+def test_the_stamp_is_the_only_text_left_out_of_the_comparison() -> None:
+    body = {"messages": [{"role": "tool", "content": "1\t<!-- workflow-sha: " + "a" * 40 + " -->\n2\t# T\n"}]}
+    assert normalise(body) == {"messages": [{"role": "tool", "content": f"1\t{STAMP}\n2\t# T\n"}]}
+    assert normalise({"n": 1, "s": "workflow-sha: abc"}) == {"n": 1, "s": "workflow-sha: abc"}
