@@ -19,6 +19,15 @@ from workerkit import HoldingServer, finished, holder_pid, query, wait_until, wo
 from pipeline.formats.review_log import parse_entries
 
 DOC = long_design(sections=8) + "\n"
+QUICK = "[worker]\nheartbeat = 4\ndequeue = 1\n"
+"""A killed worker's job is stale after 4 s, and a draining worker looks every second, so the
+takeover comes in seconds (the defaults, 20 s and 10 s, are for real machines)."""
+
+
+def worker_repo(tmp_path: Path, names: list[str]) -> Path:
+    repo = batch_repo(tmp_path, names)
+    (repo / "designloop.toml").write_text(QUICK, encoding="utf-8")
+    return repo
 
 
 def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +39,7 @@ def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
 
 
 def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a", "b", "c"])
+    repo = worker_repo(tmp_path, ["a", "b", "c"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
         queued = enqueue(repo, pg_url, *model, "--no-warmup")
@@ -82,7 +91,7 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
 
 
 def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a", "b"])
+    repo = worker_repo(tmp_path, ["a", "b"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
         queued = enqueue(repo, pg_url, *model, "--no-warmup")
@@ -114,7 +123,7 @@ def states(url: str, run_id: str) -> list[str]:
 
 
 def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a"])
+    repo = worker_repo(tmp_path, ["a"])
 
     def designloop(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
