@@ -16,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationInf
 
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
-from pipeline.settings import USER_PARAMS, data_dir, load_toml
+from pipeline.settings import USER_PARAMS, data_dir, load_limits, load_toml
 from pipeline.validation import validated, yaml_locator
 
 TOOLS = ("Read", "Grep", "Glob", "Write", "Edit", "Bash", "PSI")
 WRITE_TOOLS = frozenset({"Write", "Edit"})
 OVERRIDE_DIR = ".designloop"
+SETTING_FLOOR = "{whole_doc_floor}"
+"""Where an agent's instructions quote ``[partition] whole_doc_floor``."""
 NOT_WORKFLOW = frozenset({"models", "worker"})
 """Tables of a user's designloop.toml that do not change what a run does to a design."""
 Output = Literal["review", "author"]
@@ -182,10 +184,14 @@ def load_prompt(name: str, repo_root: Path | None = None) -> str:
 
 
 def instructions_for(role: RoleDef, repo_root: Path | None = None) -> str:
-    """The role's full instructions: its body followed by the shared prompts it names."""
+    """The role's full instructions: its body followed by the shared prompts it names, with the
+    settings they quote (``{whole_doc_floor}``) filled in from the run's params."""
     parts = [role.body.rstrip()]
     parts += [load_prompt(name, repo_root).rstrip() for name in role.prompts]
-    return "\n\n".join(parts) + "\n"
+    text = "\n\n".join(parts) + "\n"
+    if SETTING_FLOOR in text:
+        text = text.replace(SETTING_FLOOR, str(load_limits(repo_root).whole_doc_floor))
+    return text
 
 
 def workflow_overrides(repo_root: Path) -> list[Path]:
