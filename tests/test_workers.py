@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from batchkit import batch_repo
 from faultkit import repaid
 from graphkit import long_design
@@ -38,6 +39,7 @@ def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: Path) -> None:
     repo = worker_repo(tmp_path, ["a", "b", "c"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
@@ -90,6 +92,7 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
     assert len(outcome) == 1 and outcome[0]["outcome"] == "PASS" and outcome[0]["pid"] != pid
 
 
+@pytest.mark.slow
 def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: str, tmp_path: Path) -> None:
     repo = worker_repo(tmp_path, ["a", "b"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
@@ -122,6 +125,7 @@ def states(url: str, run_id: str) -> list[str]:
     return [r[0] for r in rows if r[0] in kinds]
 
 
+@pytest.mark.slow
 def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_path: Path) -> None:
     repo = worker_repo(tmp_path, ["a"])
 
