@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
@@ -38,11 +38,10 @@ from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import Status
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.observe import EngineError
 from pipeline.settings import Limits
-
-Status = Literal["ok", "inconclusive"]
 
 
 @dataclass(slots=True)

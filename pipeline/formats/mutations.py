@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from pipeline.errors import InputError
+from pipeline.formats.kinds import Target
 from pipeline.settings import data_dir, load_toml
 from pipeline.validation import toml_locator, toml_name, validated
 
@@ -43,7 +44,7 @@ class KindRule:
     def reviewed(self) -> bool:
         return self.cold_read != "none"
 
-    def resolve_target(self, touched_mechanics: bool) -> Literal["design", "mechanics", "both"]:
+    def resolve_target(self, touched_mechanics: bool) -> Target:
         """The mechanical --target for this mutation: design-or-both becomes both when the
         edit also changed design-mechanics.md."""
         if self.target == "design-or-both":
