@@ -9,8 +9,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from batchkit import HeldLock, all_events, batch_repo, cli_json, open_gate, rows, run_batch
-from graphkit import finding, returns
+from graphkit import finding, returns, review
 
 from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps
@@ -27,7 +28,7 @@ def blocks_in(name: str) -> Any:
             blocker = finding(
                 "cr-undefined-term", severity="blocker", section="Overview", quote="token bucket"
             )
-            engine = returns({"verdict": "NEEDS REVISION", "findings": [blocker]})
+            engine = returns(review(blocker))
             deps.runtime.model_overrides["comprehension-review"] = engine_model(
                 "comprehension-review", engine
             )
@@ -73,6 +74,7 @@ def test_a_mix_of_outcomes_none_stops_the_others_and_the_exit_is_the_most_urgent
     assert totals["directories"] == 3 and totals["skipped"] == 2 and totals["resumed"] == 1
 
 
+@pytest.mark.slow
 def test_the_command_prints_one_object_per_directory_and_totals(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
@@ -112,6 +114,7 @@ def test_unchanged_inputs_are_skipped_without_a_request_and_any_change_runs_agai
     assert [r.action for r in fourth.rows] == ["new", "edited", "new"]
 
 
+@pytest.mark.slow
 def test_a_directory_another_process_holds_is_busy_and_the_others_run(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     held = HeldLock(repo / "docs" / "adr" / "a")
@@ -128,6 +131,7 @@ def test_a_directory_another_process_holds_is_busy_and_the_others_run(tmp_path: 
     assert code == 0 and [d["action"] for d in out["directories"]] == ["new", "skipped"]
 
 
+@pytest.mark.slow
 def test_with_wait_a_batch_starts_a_held_directory_once_it_is_free(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     held = HeldLock(repo / "docs" / "adr" / "a")
@@ -168,6 +172,7 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     assert [r.outcome for r in resumed.rows] == ["PASS", "PASS"]
 
 
+@pytest.mark.slow
 def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
@@ -189,6 +194,7 @@ def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: P
     assert md.count("\n| docs/adr/") == 2 and "PASS" in md
 
 
+@pytest.mark.slow
 def test_sarif_has_one_result_for_each_directory_that_did_not_pass(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     open_gate(repo / "docs" / "adr" / "b")

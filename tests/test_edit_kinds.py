@@ -331,7 +331,7 @@ def test_status_runs_and_resume_work_on_an_edit(tmp_path: Path) -> None:
 def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path) -> None:
     import asyncio
 
-    from graphkit import finding, returns
+    from graphkit import finding, malformed, returns
 
     from pipeline.agents.session import SessionOptions
     from pipeline.errors import ExitCode
@@ -348,10 +348,10 @@ def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path)
         new="idle tenants and routes",
     )
     run = prepare_edit(request, d.root, SessionOptions(runs_dir=tmp_path / "runs"))
-    malformed = returns({"verdict": "PASS", "findings": [finding("cr-term-order", section="Overview")]})
+    broken = returns(malformed("PASS", finding("cr-term-order", section="Overview")))
 
     def configure(deps: Any) -> None:
-        deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", malformed)
+        deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", broken)
 
     result = asyncio.run(execute(run, resume=False, configure=configure))
     assert result.state is not None and result.state.outcome is not None

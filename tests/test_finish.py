@@ -44,6 +44,7 @@ def _finished_once(d: DesignDir, run_dir: Path) -> None:
     assert [(e["outcome"], e["review_log_entry"]) for e in outcomes] == [("PASS", 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("node", FINISH_NODES)
 def test_a_kill_in_the_finish_window_finishes_exactly_once_on_resume(

@@ -8,14 +8,17 @@ from typing import Any
 
 import pytest
 from agentkit import make_repo
-from graphkit import PASS, TRIP, finding, go, long_design, returns, start, writes
+from graphkit import PASS, TRIP, finding, go, long_design, malformed, returns, review, start, writes
 
 from pipeline.errors import ExitCode, WiringError
+from pipeline.formats.contracts import AuthorOutput, ReviewOutput
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition_for
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import has_stamp
 from pipeline.offline.engines import offline_model
+from pipeline.offline.observe import Observations, required
 from pipeline.runs.events import read_events
 from pipeline.runs.views import replay
 
@@ -70,7 +73,7 @@ def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None
 def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    dense = {"verdict": "NEEDS REVISION", "findings": [finding("hs-sentence-length", section="Overview")]}
+    dense = review(finding("hs-sentence-length", section="Overview"))
     result = go(run_dir, {"readability-auditor": returns(dense)})
     # The seed's "completes with a warning": exit 0 unless --fail-on should-fix.
     assert result.exit_code == ExitCode.OK and result.state.outcome.verdict == "SHOULD-FIX REMAINS"
@@ -83,7 +86,7 @@ def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None
 def test_persistent_blocker(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    wiring = {"verdict": "NEEDS REVISION", "findings": [finding("abs-wiring", severity="blocker")]}
+    wiring = review(finding("abs-wiring", severity="blocker"))
     result = go(run_dir, {"absorption-check": returns(wiring)})
     assert result.state.outcome.verdict == "BLOCKER REMAINS" and result.exit_code == ExitCode.FINDINGS
     assert "(BLOCKER REMAINS)" in d.mutations.read_text()
@@ -92,8 +95,7 @@ def test_persistent_blocker(tmp_path: Path) -> None:
 def test_an_inconclusive_auditor_slice_prevents_dual_clean(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    malformed = {"verdict": "PASS", "findings": [finding("hs-hedge")]}
-    result = go(run_dir, {"readability-auditor": returns(malformed)})
+    result = go(run_dir, {"readability-auditor": returns(malformed("PASS", finding("hs-hedge")))})
     assert result.state.outcome.verdict != "PASS"
     assert all(not h.dual_clean and h.inconclusive for h in result.state.history)
     assert "INCONCLUSIVE" in d.mutations.read_text()
@@ -136,16 +138,15 @@ def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) 
         section="Overview",
     )
 
-    def comprehension(params: dict[str, Any]) -> dict[str, Any]:
-        return {"verdict": "NEEDS REVISION", "findings": [shaped]} if params["round"] == 1 else PASS
+    def comprehension(params: SpawnParams) -> ReviewOutput:
+        return review(shaped) if params.round == 1 else PASS
 
     result = go(run_dir, {"comprehension-review": returns(comprehension)})
     assert result.exit_code == ExitCode.GATE_PAUSED and result.state.round == 2
     log = load_research_log(d.research_log)
     surfaced = log.decisions[-1]
-    assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value(
-        "Status"
-    )
+    status = surfaced.value("Status")
+    assert status is not None and "surfaced by comprehension-review" in status
     assert log.gate().state == "open" and f"D{surfaced.number}" in log.gate().open_items[0].text
     text = d.research_log.read_text()
     d.research_log.write_text(text.replace("- [ ] should-fix: D", "- [x] should-fix: D"))
@@ -173,7 +174,7 @@ def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path
         assert "research_log_path" not in params
     assert parse_entries(d.mutations)[-1].file == "design-final.md"
     review = result.state.comprehension.output_path
-    assert (d.repo_root / review).read_text().startswith("Verdict: PASS")
+    assert review is not None and (d.repo_root / review).read_text().startswith("Verdict: PASS")
 
 
 def test_the_slice_count_self_check_catches_a_wrong_fan_out(tmp_path: Path) -> None:
@@ -200,7 +201,9 @@ def test_warm_up_waits_for_the_first_answer_and_changes_timing_not_results(tmp_p
         def caching_provider(deps: Any) -> None:
             # The offline engine keeps no prompt cache: stand in for a provider that does.
             deps.runtime.model_specs["readability-auditor"] = "anthropic:claude-haiku-4-5"
-            deps.runtime.model_overrides["readability-auditor"] = offline_model("readability-auditor")
+            deps.runtime.model_overrides["readability-auditor"] = offline_model(
+                "readability-auditor", deps.runtime.limits
+            )
 
         result = go(run_dir, models, tweak=caching_provider)
         events = read_events(run_dir)
@@ -244,7 +247,7 @@ def test_an_author_that_writes_no_draft_is_respawned_once_then_the_run_stops(tmp
     d = make_repo(tmp_path)
     d.design.unlink()
     run_dir = start(d, tmp_path)
-    silent = returns(lambda params: {"summary": "done", "output_path": params["output_path"]})
+    silent = returns(lambda params: AuthorOutput(summary="done", output_path=str(params.output_path)))
     result = go(run_dir, {"design-author": silent})
     # No draft means no review happened: the run is INCONCLUSIVE, and says why.
     assert result.state.outcome.verdict == "INCONCLUSIVE" and result.state.round == 2
@@ -261,9 +264,10 @@ def test_a_draft_returned_inline_is_noted_and_the_file_is_used(tmp_path: Path) -
     run_dir = start(d, tmp_path)
     text = d.design.read_text()
 
-    def chatty(params: dict[str, Any], obs: Any) -> dict[str, Any]:
-        obs.call("write", path=params["output_path"], content=text)
-        return {"summary": text, "output_path": params["output_path"]}
+    def chatty(params: SpawnParams, obs: Observations) -> AuthorOutput:
+        path = required(params.output_path, "output_path")
+        obs.call("write", path=path, content=text)
+        return AuthorOutput(summary=text, output_path=path)
 
     result = go(run_dir, {"design-author": chatty})
     assert result.state.outcome.verdict == "PASS"
@@ -402,11 +406,12 @@ def test_the_entry_and_json_tell_every_role_per_round_and_the_fate_of_each_findi
     author = writes(lambda r: long_design(TRIP if r == 1 else None))
     hedge = finding("hs-hedge", severity="suggestion", section="Overview", quote="A small service")
 
-    def absorption(params: dict[str, Any]) -> dict[str, Any]:
-        if params["round"] == 1:
-            missing = finding("abs-missing-record", section="Overview", quote="# Generated design")
-            return {"verdict": "NEEDS REVISION", "findings": [missing, hedge]}
-        return {"verdict": "PASS", "findings": [hedge]}
+    def absorption(params: SpawnParams) -> ReviewOutput:
+        if params.round == 1:
+            return review(
+                finding("abs-missing-record", section="Overview", quote="# Generated design"), hedge
+            )
+        return review(hedge)
 
     result = go(
         run_dir,

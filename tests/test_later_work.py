@@ -95,7 +95,8 @@ def rows_of(out: dict[str, Any]) -> dict[str, tuple[str, str | None, int]]:
 
 def batch(repo: Path, *extra: str) -> dict[str, Any]:
     done = run_cli(["batch", "create", str(repo / "docs" / "adr" / "*"), "--no-warmup", "--json", *extra])
-    return json.loads(done.out)
+    data: dict[str, Any] = json.loads(done.out)
+    return data
 
 
 def test_batch_shows_an_edited_directory_and_skips_it(

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
 from agentkit import make_repo
 from batchkit import batch_repo, run_batch
 from faultkit import KILLED, launch
@@ -26,6 +27,7 @@ def checkpoints(runs: Path) -> dict[str, int]:
         return dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
 
 
+@pytest.mark.slow
 def test_a_run_resumes_from_a_copied_checkout_at_another_path(tmp_path: Path) -> None:
     d = make_repo(tmp_path / "one")
     repo = d.repo_root
@@ -93,6 +95,7 @@ def test_a_paused_run_keeps_its_history_and_batches_do_not_grow_the_store(tmp_pa
     paused = next(r.run_id for r in first.rows if r.directory.endswith("b"))
     passed = next(r.run_id for r in first.rows if r.directory.endswith("a"))
     counts = checkpoints(runs)
+    assert passed is not None and paused is not None
     assert counts[passed] == 1 and counts[paused] > 1  # a paused run may still resume
     for n in range(3):  # three more batches, each with a changed input: three more runs of a
         research = repo / "docs" / "adr" / "a" / "_workflow" / "research-log.md"

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 from agentkit import make_repo
 from conftest import run_cli
 from graphkit import start
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from pipeline.errors import ExitCode
@@ -38,7 +39,7 @@ def _write_old_checkpoint(runs: Path, run_id: str) -> None:
         graph.add_edge("step3_mechanical_checks", END)
         async with sqlite_checkpointer(runs) as saver:
             app = graph.compile(checkpointer=saver, interrupt_before=["step3_mechanical_checks"])
-            config = {"configurable": {"thread_id": run_id}}
+            config: RunnableConfig = {"configurable": {"thread_id": run_id}}
             await app.ainvoke({"run_id": run_id, "kind": "phase1-creation", "round": 1}, config)
 
     asyncio.run(write())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
@@ -31,16 +31,17 @@ from pipeline.agents.models import build_model, describe_failure, settings_for
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.roles import RoleDef
-from pipeline.agents.spawn import Spawn, SpawnParams, prepare
+from pipeline.agents.spawn import Spawn, prepare
 from pipeline.agents.tools import ToolContext, tools_for
 from pipeline.agents.usage import Budget, Ledger, Usage
 from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import Status
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.observe import EngineError
-
-Status = Literal["ok", "inconclusive"]
+from pipeline.settings import Limits
 
 
 @dataclass(slots=True)
@@ -104,6 +105,8 @@ class Runtime:
     bash_timeout: float = 10.0
     private_dirs: tuple[Path, ...] = ()
     """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
+    limits: Limits = field(default_factory=Limits)
+    """The run's settings: the offline auditor's whole-doc guard trips over their floor."""
     _models: dict[str, Model] = field(default_factory=dict)
     _logs: dict[Path, LogVersions] = field(default_factory=dict)
     _built: dict[str, Model] = field(default_factory=dict)
@@ -124,7 +127,7 @@ class Runtime:
             elif spec == OFFLINE:
                 from pipeline.offline.engines import offline_model
 
-                base = offline_model(role)
+                base = offline_model(role, self.limits)
             else:
                 base = self.provider_model(spec)
             self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)

@@ -14,11 +14,11 @@ from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.session import SessionOptions, open_session
-from pipeline.agents.spawn import SpawnParams
 from pipeline.agents.usage import RoleUsage
 from pipeline.errors import WiringError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.slices import Slice, partition_for
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog
