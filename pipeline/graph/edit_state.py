@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.findings import Finding, blocking
-from pipeline.graph.state import FileDiff, Outcome, Record, RoleReport, Status
+from pipeline.formats.kinds import Status, Target
+from pipeline.graph.state import FileDiff, Outcome, Record, RoleReport
 from pipeline.runs.records import RUN_FORMAT
 
 ColdScope = Literal["bounded", "whole-doc", "skipped"]
-Target = Literal["design", "mechanics", "both"]
 
 
 class Applied(Record):

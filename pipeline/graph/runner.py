@@ -33,7 +33,7 @@ from pipeline.graph.state import (
     PASS,
     SHOULD_FIX_REMAINS,
     RunState,
-    Verdict,
+    RunVerdict,
 )
 from pipeline.graph.watch import watched
 from pipeline.runs.events import EventLog, read_events
@@ -45,7 +45,7 @@ from pipeline.settings import CHECKPOINTS
 
 LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
 """Events written before the graph's first checkpoint: any other means a checkpoint exists."""
-OUTCOME_EXIT: dict[Verdict, ExitCode] = {
+OUTCOME_EXIT: dict[RunVerdict, ExitCode] = {
     PASS: ExitCode.OK,
     BLOCKER_REMAINS: ExitCode.FINDINGS,
     SHOULD_FIX_REMAINS: ExitCode.OK,  # the seed's "completes with a warning"
@@ -54,7 +54,7 @@ OUTCOME_EXIT: dict[Verdict, ExitCode] = {
 }
 
 
-def exit_code_for(verdict: Verdict, fail_on: FailOn) -> ExitCode:
+def exit_code_for(verdict: RunVerdict, fail_on: FailOn) -> ExitCode:
     """The exit code of a finished run; ``--fail-on should-fix`` turns the warning into 1."""
     if verdict == SHOULD_FIX_REMAINS and fail_on == "should-fix":
         return ExitCode.FINDINGS

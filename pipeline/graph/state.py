@@ -15,18 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.findings import Finding, blocking
+from pipeline.formats.kinds import Status
 from pipeline.formats.settled import SectionRecord, Span
 from pipeline.formats.slices import Slice
 from pipeline.runs.records import RUN_FORMAT
 
-Status = Literal["ok", "inconclusive"]
-Verdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS", "INCONCLUSIVE", "DECISION NEEDED"]
-PASS: Verdict = "PASS"
-BLOCKER_REMAINS: Verdict = "BLOCKER REMAINS"
-SHOULD_FIX_REMAINS: Verdict = "SHOULD-FIX REMAINS"
-INCONCLUSIVE: Verdict = "INCONCLUSIVE"
+RunVerdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS", "INCONCLUSIVE", "DECISION NEEDED"]
+"""How a run ended (the seed's Outcomes); not the gate entry's verdict (formats.research_log)."""
+PASS: RunVerdict = "PASS"
+BLOCKER_REMAINS: RunVerdict = "BLOCKER REMAINS"
+SHOULD_FIX_REMAINS: RunVerdict = "SHOULD-FIX REMAINS"
+INCONCLUSIVE: RunVerdict = "INCONCLUSIVE"
 """A required role never returned a valid review (or the author never wrote a draft)."""
-DECISION_NEEDED: Verdict = "DECISION NEEDED"
+DECISION_NEEDED: RunVerdict = "DECISION NEEDED"
 """Phase 4 found a decision-shaped gap; only a phase-0 decision can settle it."""
 
 
@@ -238,7 +239,7 @@ class RoleReport(Record):
 class Outcome(Record):
     """How the loop exited, and what remains."""
 
-    verdict: Verdict
+    verdict: RunVerdict
     remaining: list[Finding] = []
 
 
