@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipeline"
 # Lower layers never import higher ones. The root modules (errors, settings) are the floor.
-LAYERS = ["", "formats", "checks", "offline", "agents", "runs", "graph", "cli"]
+LAYERS = ["", "formats", "checks", "offline", "agents", "runs", "graph", "fleet", "cli"]
 MAX_LINES = 400
 
 

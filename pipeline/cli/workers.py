@@ -61,9 +61,9 @@ def _enqueue(
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.batch import check_session
+    from pipeline.fleet.worker import enqueue
     from pipeline.formats.design_dir import expand_directories
     from pipeline.graph.batch_rows import BatchOptions
-    from pipeline.graph.worker import enqueue
     from pipeline.settings import repo_root
 
     failing = _fail_on(fail_on) or "blocker"
@@ -135,7 +135,7 @@ def worker(
     """Take queued runs from the PostgreSQL store and run them, --jobs at a time, until stopped
     (or, with --drain, until the queue is empty). Run it from a checkout of the repository."""
     from pipeline.errors import InputError
-    from pipeline.graph.worker import Worker
+    from pipeline.fleet.worker import Worker
     from pipeline.settings import repo_root
 
     if jobs < 2:

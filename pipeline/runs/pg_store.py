@@ -2,7 +2,7 @@
 
 Everything lives in the schema ``designloop`` of the database named: LangGraph's PostgreSQL
 saver's tables (checkpoints, blobs, writes, migrations), the queue's tables
-(``pipeline.graph.worker``), and designloop's own:
+(``pipeline.fleet.worker``), and designloop's own:
 
 * ``runs``: one row per run: its record (run.json) and the design directory it works on;
 * ``run_files``: the run directory's other files (before-snapshots, summary.md);
