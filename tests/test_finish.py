@@ -19,7 +19,7 @@ from pipeline.errors import ExitCode
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import read_events
+from pipeline.runs.events import Finished, events_of
 
 
 def _killed_run(tmp_path: Path, node: str, when: str) -> tuple[DesignDir, Path, str]:
@@ -40,8 +40,8 @@ def _finished_once(d: DesignDir, run_dir: Path) -> None:
     assert [(e.number, e.run_id) for e in entries] == [(1, run_dir.name)]
     assert has_stamp(d.design)
     assert "## Outcome\n\nPASS" in (run_dir / "summary.md").read_text()
-    outcomes = [e for e in read_events(run_dir) if e["type"] == "outcome"]
-    assert [(e["outcome"], e["review_log_entry"]) for e in outcomes] == [("PASS", 1)]
+    outcomes = events_of(run_dir, Finished)
+    assert [(e.outcome, e.review_log_entry) for e in outcomes] == [("PASS", 1)]
 
 
 @pytest.mark.parametrize("when", ["before", "after"])

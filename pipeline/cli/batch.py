@@ -23,10 +23,12 @@ from pipeline.cli.app import (
     app,
 )
 from pipeline.cli.runs import FailOnOpt, ForceOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
+from pipeline.formats.kinds import CreationKind
 
 if TYPE_CHECKING:
     from pipeline.errors import ExitCode
     from pipeline.graph.batch import Batch, Row
+    from pipeline.runs.events import BaseEvent
 
 batch_app = typer.Typer(
     name="batch",
@@ -95,7 +97,7 @@ def _present(batch: Batch) -> None:
 
 
 def _run_batch(
-    kind: str,
+    kind: CreationKind,
     directories: list[str],
     jobs: int,
     model: str | None,
@@ -199,7 +201,7 @@ def _with_live(runner: Any, dirs: list[Path]) -> Batch:
 
     with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:
 
-        def redraw(row: Row, event: dict[str, Any] | None) -> None:
+        def redraw(row: Row, event: BaseEvent | None) -> None:
             live.update(_table(runner.batch))
 
         runner.progress = redraw
@@ -207,7 +209,7 @@ def _with_live(runner: Any, dirs: list[Path]) -> Batch:
     return batch
 
 
-def _register(name: str, kind: str, doc: str) -> None:
+def _register(name: str, kind: CreationKind, doc: str) -> None:
     def command(
         directories: DirsArg,
         jobs: JobsOpt = 4,

@@ -22,15 +22,13 @@ from pipeline.cli.app import (
 )
 from pipeline.cli.runs import WaitOpt
 from pipeline.errors import InputError
+from pipeline.formats.kinds import EDIT_KINDS, is_edit_kind
 
 if TYPE_CHECKING:
     from pipeline.formats.edit_request import Choice
     from pipeline.formats.staleness import StaleQuestion
 
-KINDS = (
-    "content-edit, section-add, section-remove, section-rename, section-move, structural-rewrite, "
-    "length-trigger-crossing, mechanics-edit, design-sync"
-)
+KINDS = ", ".join(EDIT_KINDS)
 
 
 def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
@@ -92,6 +90,8 @@ def edit(
     from pipeline.runs.edit_setup import new_edit_id, prepare_edit
     from pipeline.runs.store import LocalStore
 
+    if not is_edit_kind(kind):
+        raise InputError(f"{kind!r} is not an interactive mutation kind", hint=f"one of: {KINDS}")
     choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
     failing = _fail_on(fail_on) or "blocker"
     text = None

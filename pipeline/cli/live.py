@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.live import Live
@@ -12,6 +11,16 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.formats.findings import Finding
+from pipeline.runs.events import (
+    BaseEvent,
+    CheckEvent,
+    DualCleanCheck,
+    Finished,
+    Paused,
+    RoundStarted,
+    SliceSkipped,
+    Spawned,
+)
 
 
 @dataclass(slots=True)
@@ -28,35 +37,31 @@ class LiveState:
     cached: int = 0
     status: str = "running"
 
-    def apply(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind == "round":
-            self.round, self.budget = event["round"], event.get("budget", self.budget)
-        elif kind == "spawn":
-            where = f" {event['slice'][0]}-{event['slice'][1]}" if event.get("slice") else ""
-            self.spawns[f"r{event['round']} {event['role']}{where}"] = (
-                f"{event['status']}, {event['findings']} finding(s), {event['tokens']} tokens"
-                + (f", {event['cache_hits']} cached" if event.get("cache_hits") else "")
-            )
-            self.tokens += int(event.get("tokens", 0))
-            self.cost += Decimal(str(event.get("cost_usd") or 0))
-            self.cached += int(event.get("cache_hits", 0))
-        elif kind == "slice_skipped":
-            self.spawns[f"r{event['round']} readability-auditor {event['slice'][0]}-{event['slice'][1]}"] = (
-                "skipped: settled and unchanged"
-            )
-        elif kind == "check":
-            detail = ", ".join(
-                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round", "found")
-            )
-            self.checks.append(f"r{event.get('round', '?')} {detail}")
-            if event.get("check") == "dual-clean" and isinstance(event.get("found"), list):
-                found = [Finding.model_validate(f) for f in event["found"]]
-                self.findings = [f for f in found if f.blocking]
-        elif kind == "paused":
-            self.status = f"paused: {event.get('message')}"
-        elif kind == "outcome":
-            self.status = f"outcome: {event.get('line')}"
+    def apply(self, event: BaseEvent) -> None:
+        match event:
+            case RoundStarted():
+                self.round, self.budget = event.round, event.budget or self.budget
+            case Spawned():
+                where = f" {event.slice[0]}-{event.slice[1]}" if event.slice else ""
+                self.spawns[f"r{event.round} {event.role}{where}"] = (
+                    f"{event.status}, {event.findings} finding(s), {event.tokens} tokens"
+                    + (f", {event.cache_hits} cached" if event.cache_hits else "")
+                )
+                self.tokens += event.tokens
+                self.cost += event.cost_usd
+                self.cached += event.cache_hits
+            case SliceSkipped():
+                where = f"{event.slice[0]}-{event.slice[1]}"
+                self.spawns[f"r{event.round} readability-auditor {where}"] = "skipped: settled and unchanged"
+            case CheckEvent():
+                shown = {k: v for k, v in event.details().items() if k not in ("round", "found")}
+                self.checks.append(f"r{event.round} " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+                if isinstance(event, DualCleanCheck):
+                    self.findings = [f for f in event.found if f.blocking]
+            case Paused():
+                self.status = f"paused: {event.message}"
+            case Finished():
+                self.status = f"outcome: {event.line}"
 
     def render(self) -> RenderableType:
         head = Text(
@@ -89,6 +94,6 @@ class LiveView:
         self.live.update(self.state.render())
         self.live.__exit__(None, None, None)
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: BaseEvent) -> None:
         self.state.apply(event)
         self.live.update(self.state.render())

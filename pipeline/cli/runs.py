@@ -23,7 +23,7 @@ from pipeline.cli.app import (
     app,
 )
 from pipeline.errors import ExitCode
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import PHASE1, CreationKind
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -153,7 +153,7 @@ def _present(run_dir: Path, result: Any) -> None:
 
 
 def _start(
-    kind: str,
+    kind: CreationKind,
     directory: Path,
     model: str | None,
     role_model: list[str] | None,
@@ -205,7 +205,7 @@ def _start(
         store.close()
 
 
-def _register(name: str, kind: str, doc: str) -> None:
+def _register(name: str, kind: CreationKind, doc: str) -> None:
     def command(
         directory: Annotated[Path, typer.Argument(help="the design directory")],
         model: ModelOpt = None,

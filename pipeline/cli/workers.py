@@ -23,6 +23,7 @@ from pipeline.cli.app import (
 )
 from pipeline.cli.batch import DirsArg, _present
 from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, _fail_on, runs_dir_of
+from pipeline.formats.kinds import CreationKind
 
 enqueue_app = typer.Typer(
     name="enqueue",
@@ -46,7 +47,7 @@ def _pg_store(store: str | None, runs_dir: Path | None) -> Any:
 
 
 def _enqueue(
-    kind: str,
+    kind: CreationKind,
     directories: list[str],
     model: str | None,
     role_model: list[str] | None,
@@ -83,7 +84,7 @@ def _enqueue(
     raise typer.Exit(int(batch.exit_code))
 
 
-def _register(name: str, kind: str) -> None:
+def _register(name: str, kind: CreationKind) -> None:
     def command(
         directories: DirsArg,
         model: ModelOpt = None,

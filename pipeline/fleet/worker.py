@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 
 from pipeline.agents.cache import InFlight
+from pipeline.formats.kinds import is_creation_kind
 from pipeline.graph.batch_rows import (
     FINISHED,
     Batch,
@@ -45,6 +46,7 @@ from pipeline.graph.batch_rows import (
     unfinished,
 )
 from pipeline.graph.runner import execute
+from pipeline.runs.events import Stopped
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
@@ -239,11 +241,13 @@ class Worker:
     def _anew(self, run: OpenRun, exc: NotResumable, lock: RunLock, budget: Any, cost: Any) -> OpenRun:
         """A new run on the directory of a run that cannot be resumed, with its options."""
         record = run.record
+        if not is_creation_kind(record.kind):  # only creation runs are queued
+            raise exc
         options = resume_options(record, run.run_dir, budget, cost)
         plan = plan_run(
             record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
         )
         new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
-        emit(self.store, run.run_dir, "stopped", message=message)
+        emit(self.store, run.run_dir, Stopped(message=message))
         return new

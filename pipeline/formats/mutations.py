@@ -7,22 +7,13 @@ from functools import cache
 from typing import Literal
 
 from pipeline.errors import InputError
+from pipeline.formats.kinds import EDIT_KINDS
 from pipeline.settings import data_dir, load_toml
 
 ColdRead = Literal["bounded", "bounded-roadmap", "whole-doc", "none"]
 TargetRule = Literal["design", "mechanics", "both", "design-or-both"]
 Mode = Literal["working", "direct"]
-INTERACTIVE_KINDS = (
-    "content-edit",
-    "section-add",
-    "section-remove",
-    "section-rename",
-    "section-move",
-    "structural-rewrite",
-    "length-trigger-crossing",
-    "mechanics-edit",
-    "design-sync",
-)
+INTERACTIVE_KINDS = EDIT_KINDS
 COLD_READS = frozenset({"bounded", "bounded-roadmap", "whole-doc", "none"})
 TARGETS = frozenset({"design", "mechanics", "both", "design-or-both"})
 

@@ -15,6 +15,7 @@ from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.graph.companion import creation_target, stamp_companion
 from pipeline.graph.deps import deps_of
 from pipeline.graph.state import AuthorTurn, Inconclusive, RunState, Update
+from pipeline.runs.events import RoundStarted, Stamped
 
 INLINE_DRAFT_CHARS = 1500
 
@@ -51,7 +52,7 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
     """Step 1: the code-grounded author writes the draft to output_path and returns a summary."""
     deps = deps_of(config)
     round_ = state.round
-    deps.events.emit("round", round=round_, budget=state.budget)
+    deps.events.emit(RoundStarted(round=round_, budget=state.budget))
     draft = deps.abs(state.draft)
     inputs = RoundInputs(deps.design, state.kind, round_, draft, tuple(state.flagged), target=state.target)
     before = fingerprint(draft)
@@ -107,7 +108,7 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
     wrote = prepend_stamp(path, deps.workflow_sha, kept)
     if wrote:
         sha = kept[len("<!-- workflow-sha: ") : -len(" -->")] if kept else deps.workflow_sha.get()
-        deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None)
+        deps.events.emit(Stamped(path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None))
     # With target=both the seeded companion is stamped with the same SHA.
     companion = stamp_companion(deps) if state.target == "both" else True
     deps.record_wrote(state.kind)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from pipeline.graph.batch_rows import (
 )
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
+from pipeline.runs.events import BaseEvent, RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
@@ -69,7 +69,7 @@ class SharedCache:
         return None
 
 
-Progress = Callable[[Row, dict[str, Any] | None], None]
+Progress = Callable[[Row, BaseEvent | None], None]
 
 
 class BatchRunner:
@@ -119,7 +119,7 @@ class BatchRunner:
         self.batch.save(self.store)
         return self.batch
 
-    def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
+    def _say(self, row: Row, event: BaseEvent | None = None) -> None:
         self.progress(row, event)
 
     def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
@@ -226,17 +226,17 @@ class BatchRunner:
         return run
 
     async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any, lock: RunLock) -> RunResult:
-        def listen(event: dict[str, Any]) -> None:
-            kind = event.get("type")
-            if kind in ("start", "resume"):  # the ledger holds the run's earlier spending by now
-                self.pool.track(run.session.runtime.ledger)
-            elif kind == "round":
-                row.round = int(event.get("round", row.round))
-            elif kind == "spawn":
-                row.spawns += 1
-                row.tokens += int(event.get("tokens", 0))
-                row.cost += Decimal(str(event.get("cost_usd", "0") or "0"))
-                row.cache_hits += int(event.get("cache_hits", 0))
+        def listen(event: BaseEvent) -> None:
+            match event:
+                case Started():  # the ledger holds the run's earlier spending by now
+                    self.pool.track(run.session.runtime.ledger)
+                case RoundStarted():
+                    row.round = event.round
+                case Spawned():
+                    row.spawns += 1
+                    row.tokens += event.tokens
+                    row.cost += event.cost_usd
+                    row.cache_hits += event.cache_hits
             self._say(row, event)
 
         return await execute(

@@ -22,9 +22,10 @@ from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import CreationKind
 from pipeline.graph.runner import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
-from pipeline.runs.events import EventLog
+from pipeline.runs.events import EventLog, OutputsRecorded
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
 from pipeline.runs.lock import RunLock, holder_for
 from pipeline.runs.overwrite import Overwrite, later_work
@@ -51,7 +52,7 @@ EXIT_RANK = (
 
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
-    kind: str
+    kind: CreationKind
     session: SessionOptions
     jobs: int = 4
     warmup: bool = True
@@ -111,7 +112,7 @@ class Row:
         record, view = before
         verdict = view.outcome or PASS
         self.run_id, self.outcome = record.run_id, verdict
-        self.findings = [Finding.model_validate(f) for f in view.findings]
+        self.findings = list(view.findings)
         code = exit_code_for(verdict, fail_on) if verdict in FINISHED else ExitCode.OK
         again = f"inputs unchanged since run {record.run_id} ({verdict}); --force runs it again"
         self.end("skipped", code, again)
@@ -295,5 +296,5 @@ def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None 
 def record_outputs(store: RunStore, run: OpenRun) -> None:
     """After a finished run: the digest of the outputs it left (once), so that the next batch can
     tell they are unchanged (runs.fingerprint)."""
-    if not EventLog(run.run_dir).recorded("outputs"):
-        emit(store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))
+    if not EventLog(run.run_dir).recorded(OutputsRecorded):
+        emit(store, run.run_dir, OutputsRecorded(digest=outputs_digest(run.design, run.record.kind)))

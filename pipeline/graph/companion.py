@@ -12,6 +12,7 @@ from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps
+from pipeline.runs.events import Stamped
 from pipeline.runs.setup import BEFORE_COMPANION
 
 COMPANION_KEY = "mechanics_companion"
@@ -49,6 +50,6 @@ def stamp_companion(deps: RunDeps) -> bool:
     before = deps.run_dir / BEFORE_COMPANION
     kept = stamp_of(before.read_bytes()) if before.is_file() else None  # an existing stamp stays
     wrote = prepend_stamp(d.mechanics, deps.workflow_sha, kept)
-    deps.events.emit("stamp", path=deps.rel(d.mechanics), wrote=wrote)
+    deps.events.emit(Stamped(path=deps.rel(d.mechanics), wrote=wrote))
     atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
     return has_stamp(d.mechanics)

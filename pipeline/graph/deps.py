@@ -21,7 +21,7 @@ from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
-from pipeline.runs.events import EventLog
+from pipeline.runs.events import EventLog, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
@@ -63,7 +63,7 @@ class RunDeps:
     def record_wrote(self, kind: str) -> None:
         """Record the documents a run of ``kind`` writes as they are now (a ``wrote`` event): a
         later create or final tells designloop's own last writes from a hand edit by them."""
-        self.events.emit("wrote", files=file_digests(self.design, written_files(self.design, kind)))
+        self.events.emit(Wrote(files=file_digests(self.design, written_files(self.design, kind))))
 
     def left(self, kind: str) -> dict[str, str]:
         """The documents a run of ``kind`` writes, as they are now, by their path in the design
@@ -83,30 +83,31 @@ class RunDeps:
         return self.design.abs(rel)
 
     async def spawn(
-        self, params: SpawnParams, index: int | None = None, **extra: Any
+        self, params: SpawnParams, index: int | None = None, warmup_wait: float | None = None
     ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event."""
         result = await self.runtime.spawn(params, self.design, index, self.reviews)
         review = result.review
         self.events.emit(
-            "spawn",
-            round=params.round,
-            role=result.role,
-            slice=list(params.slice) if params.slice else None,
-            status=result.status,
-            model=result.model,
-            cache_hits=result.usage.cache_hits,
-            calls=result.usage.calls,
-            tokens=result.usage.total_tokens,
-            cost_usd=str(result.usage.cost),
-            findings=len(review.findings) if review else 0,
-            attempts=result.attempts,
-            params=self.rel(result.params_path),
-            error=result.error,
-            refusals=result.refusals,
-            reads=result.reads,
-            started=result.started,
-            **extra,
+            Spawned(
+                round=params.round,
+                role=result.role,
+                slice=params.slice,
+                status=result.status,
+                model=result.model,
+                cache_hits=result.usage.cache_hits,
+                calls=result.usage.calls,
+                tokens=result.usage.total_tokens,
+                cost_usd=result.usage.cost,
+                findings=len(review.findings) if review else 0,
+                attempts=result.attempts,
+                params=self.rel(result.params_path),
+                error=result.error,
+                refusals=result.refusals,
+                reads=result.reads,
+                started=result.started,
+                warmup_wait=warmup_wait,
+            )
         )
         return result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
 

@@ -29,6 +29,7 @@ from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import Applied, EditState, EditUpdate, SyncDelta
 from pipeline.runs.edit_setup import snapshot_reader, touched_files
+from pipeline.runs.events import EditApplied, RoundStarted
 
 EDITOR = "inline-editor"
 
@@ -88,12 +89,12 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
     deps = deps_of(config)
     if state.kind == "design-sync":
         return {}
-    deps.events.emit("round", round=state.round, budget=state.budget)
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
     plan = EditPlan(snapshot_reader(d, deps.run_dir))
     planned = plan_edit(state.request.model_copy(), d, plan, stamp_line(deps.workflow_sha.get()))
     written = plan.commit()
-    deps.events.emit("edit_applied", files=[deps.rel(p) for p in written])
+    deps.events.emit(EditApplied(files=[deps.rel(p) for p in written]))
     update: EditUpdate = {"notes": [], "usage": []}
     editor = None
     if planned.passages and planned.editor_file is not None:
@@ -193,7 +194,7 @@ async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdat
     """Step 1.5: re-distill design.md from the companion's changes since the last sync; a
     zero delta is noted and skips the review."""
     deps = deps_of(config)
-    deps.events.emit("round", round=state.round, budget=state.budget)
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
     since = last_sync(entries)

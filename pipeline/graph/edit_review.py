@@ -4,6 +4,7 @@ cold reads, the merge and the single-agent fix loop."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
 
@@ -20,9 +21,11 @@ from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_apply import spawn_editor, sync_stale
 from pipeline.graph.edit_state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
 from pipeline.graph.state import RoleReport
+from pipeline.runs.events import ColdReadCheck, Fixed, MechanicalCheck, MergedCheck, ScopeCheck
 
-COMPREHENSION = "comprehension-review"
-AUDITOR = "readability-auditor"
+ColdReader = Literal["comprehension-review", "readability-auditor"]
+COMPREHENSION: ColdReader = "comprehension-review"
+AUDITOR: ColdReader = "readability-auditor"
 SYNC_NOTE = "design-sync-note.md"
 
 
@@ -71,13 +74,13 @@ def step2_scope(state: EditState, config: RunnableConfig) -> EditUpdate:
         prose_pass=rule.prose_pass,
     )
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="scope",
-        cold_read=scope.cold_read,
-        sections=sections,
-        escalated=scope.escalated,
-        target=target,
+        ScopeCheck(
+            round=state.round,
+            cold_read=scope.cold_read,
+            sections=sections,
+            escalated=scope.escalated,
+            target=target,
+        )
     )
     return {"scope": scope}
 
@@ -108,13 +111,14 @@ def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpd
     if state.kind == "mechanics-edit":
         findings = for_next_sync(findings, deps.rel(d.design))
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="mechanical",
-        target=scope.target,
-        scope=scope.mechanical_scope,
-        findings=len(findings),
-        blockers=sum(1 for f in findings if f.severity == "blocker"),
+        MechanicalCheck(
+            round=state.round,
+            target=scope.target,
+            scope=scope.mechanical_scope,
+            findings=len(findings),
+            blockers=sum(1 for f in findings if f.severity == "blocker"),
+            found=findings,
+        )
     )
     return {
         "mechanical": findings,
@@ -150,7 +154,7 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
     )
 
 
-async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> EditUpdate:
+async def _cold_read(state: EditState, config: RunnableConfig, role: ColdReader) -> EditUpdate:
     deps = deps_of(config)
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, d.design)
@@ -160,7 +164,7 @@ async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> Edi
     findings = [f.located(draft, result.role) for f in review.findings] if review else []
     verdict = review.verdict if review else "INCONCLUSIVE"
     deps.events.emit(
-        "check", round=state.round, check=role, verdict=verdict, findings=len(blocking(findings))
+        ColdReadCheck(round=state.round, check=role, verdict=verdict, findings=len(blocking(findings)))
     )
     read = ColdRead(
         round=state.round,
@@ -197,12 +201,12 @@ def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
         inconclusive=inconclusive,
     )
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="merged",
-        open=len(blocking(merged)),
-        inconclusive=inconclusive,
-        findings=[f.model_dump(mode="json") for f in blocking(merged)],
+        MergedCheck(
+            round=state.round,
+            open=len(blocking(merged)),
+            inconclusive=inconclusive,
+            findings=blocking(merged),
+        )
     )
     return {"merged": merged, "history": [history]}
 
@@ -247,7 +251,7 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
     # "Changed" is what the files show, not what the editor said it did.
     moved = any(read_live(path) != data for path, data in before.items())
     turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
-    deps.events.emit("fix", round=state.round, auto=auto, editor=len(summaries))
+    deps.events.emit(Fixed(round=state.round, auto=auto, editor=len(summaries)))
     if moved:
         deps.record_wrote(state.kind)
     return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}

@@ -20,6 +20,7 @@ from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX
 from pipeline.graph.withhold import withheld_section, withhold_log_words
 from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
 from pipeline.runs.edit_setup import snapshot_reader, touched_files
+from pipeline.runs.events import ReviewLogged, SyncSuggested, VerdictCheck
 
 MECHANICS_SKIP = "SKIPPED — mechanics-edit defers cold-read to next design-sync"
 
@@ -68,7 +69,7 @@ def step6_outcome(state: EditState, config: RunnableConfig) -> EditUpdate:
         verdict = SHOULD_FIX_REMAINS
     else:
         verdict = PASS
-    deps.events.emit("check", round=state.round, check="outcome", outcome=verdict, remaining=len(left))
+    deps.events.emit(VerdictCheck(round=state.round, outcome=verdict, remaining=len(left)))
     return {"outcome": Outcome(verdict=verdict, remaining=left)}
 
 
@@ -166,7 +167,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
     entry, withheld = withhold_log_words(d, entry)
     deps.fence()
     result = append_entry(d.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)
-    deps.events.emit("review_log", entry=result.number, appended=result.appended, withheld=withheld)
+    deps.events.emit(ReviewLogged(entry=result.number, appended=result.appended, withheld=withheld))
     if state.kind in ("design-sync", "length-trigger-crossing") and d.mechanics.is_file():
         atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
     return {"review_entry": result.number, "diff": diffs}
@@ -185,7 +186,7 @@ def step8_sync_suggestion(state: EditState, config: RunnableConfig) -> EditUpdat
         f"in design.md is {count} edits behind. Want to run a design-sync now, or keep iterating? "
         f"(designloop edit {deps.rel(deps.design.root)} --kind design-sync)"
     )
-    deps.events.emit("sync_suggested", count=count, message=text)
+    deps.events.emit(SyncSuggested(count=count, message=text))
     return {"sync_suggestion": text}
 
 

@@ -20,6 +20,8 @@ from pipeline.formats.settled import SettledState
 from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.state import Comprehension, Inconclusive, RoleReport, RunState, Surfaced, Update
+from pipeline.runs.events import ComprehensionCheck, GateCheck
+from pipeline.runs.events import Surfaced as SurfacedEvent
 
 
 def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
@@ -33,7 +35,7 @@ def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
     while gate.state != "resolved":
         interrupt({"gate": gate.to_json(), "research_log": deps.rel(deps.design.research_log)})
         gate = load_research_log(deps.design.research_log).gate()
-    deps.events.emit("check", round=state.round, check="s3-gate", state="resolved")
+    deps.events.emit(GateCheck(round=state.round, state="resolved"))
     return {}
 
 
@@ -60,12 +62,7 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         write_review_file(deps.abs(params.output_path), review)
     verdict = review.verdict if review else "INCONCLUSIVE"
     deps.events.emit(
-        "check",
-        round=round_,
-        check="comprehension",
-        verdict=verdict,
-        findings=len(blocking(findings)),
-        found=[f.model_dump(mode="json") for f in findings],
+        ComprehensionCheck(round=round_, verdict=verdict, findings=len(blocking(findings)), found=findings)
     )
     comprehension = Comprehension(
         round=round_,
@@ -118,5 +115,7 @@ def step4_surface_decision(state: RunState, config: RunnableConfig) -> Update:
         surfaced.append(
             Surfaced(round=state.round, role=role, decision=number, marker=marker, message=finding.message)
         )
-        deps.events.emit("surfaced", round=state.round, role=role, decision=number, message=finding.message)
+        deps.events.emit(
+            SurfacedEvent(round=state.round, role=role, decision=number, message=finding.message)
+        )
     return {"surfaced": surfaced}

@@ -36,6 +36,7 @@ from pipeline.graph.state import (
     SliceTask,
     Update,
 )
+from pipeline.runs.events import DualCleanCheck, MechanicalCheck, Settled, SliceSkipped, Stopped, Warmed
 
 
 def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
@@ -62,12 +63,14 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
         for f in run_checks(request, deps.limits)
     ]
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="mechanical",
-        findings=len(findings),
-        blockers=sum(1 for f in findings if f.severity == "blocker"),
-        found=[f.model_dump(mode="json") for f in findings],
+        MechanicalCheck(
+            round=state.round,
+            findings=len(findings),
+            blockers=sum(1 for f in findings if f.severity == "blocker"),
+            target=request.target,
+            scope=request.scope,
+            found=findings,
+        )
     )
     report = RoleReport(round=state.round, role=MECHANICAL, findings=findings)
     return {"mechanical": findings, "mechanical_target": request.target, "reports": [report]}
@@ -81,13 +84,13 @@ def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
     try:
         assert_fanout(len(slices), doc.lines, deps.limits)
     except WiringError as exc:
-        deps.events.emit("stopped", message=exc.message)
+        deps.events.emit(Stopped(message=exc.message))
         raise
     hashes = section_hashes(doc)
     skip = SettledState(dict(state.settled)).skippable(slices, spans_of(doc), hashes)
     for index, (part, skipped) in enumerate(zip(slices, skip, strict=True)):
         if skipped:
-            deps.events.emit("slice_skipped", round=state.round, slice=list(part), index=index)
+            deps.events.emit(SliceSkipped(round=state.round, slice=part, index=index))
     return {
         "fanout": FanOut(
             round=state.round,
@@ -145,7 +148,7 @@ async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> 
     elif task.warm:
 
         def warmed() -> None:
-            deps.events.emit("warmed", round=task.round)
+            deps.events.emit(Warmed(round=task.round))
 
         with deps.warm.first(task.round, warmed):
             result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
@@ -231,15 +234,15 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
     dual_clean = not blocking(kept) and not blocking(second) and not merged.inconclusive
     share = merged.prefix_share
     deps.events.emit(
-        "check",
-        round=round_,
-        check="dual-clean",
-        clean=dual_clean,
-        auditor=len(blocking(kept)),
-        second=len(blocking(second)),
-        inconclusive=merged.inconclusive,
-        prefix_share=round(share, 4),
-        found=[f.model_dump(mode="json") for f in kept + second],
+        DualCleanCheck(
+            round=round_,
+            clean=dual_clean,
+            auditor=len(blocking(kept)),
+            second=len(blocking(second)),
+            inconclusive=merged.inconclusive,
+            prefix_share=round(share, 4),
+            found=kept + second,
+        )
     )
     evaluation = Evaluation(
         round=round_,
@@ -261,6 +264,6 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
         prefix_share=round(share, 4),
     )
     deps.events.emit(
-        "settled", round=round_, sections=sorted(n for n, r in settled.sections.items() if r.settled)
+        Settled(round=round_, sections=sorted(n for n, r in settled.sections.items() if r.settled))
     )
     return {"evaluation": evaluation, "settled": settled.sections, "history": [history]}

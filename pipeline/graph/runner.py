@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
-from pipeline.formats.kinds import CREATION_KINDS
+from pipeline.formats.kinds import CREATION_KINDS, RunVerdict
 from pipeline.formats.space import OutOfSpace, space_error
 from pipeline.graph import story
 from pipeline.graph.build import build_graph
@@ -33,17 +33,26 @@ from pipeline.graph.state import (
     PASS,
     SHOULD_FIX_REMAINS,
     RunState,
-    RunVerdict,
 )
 from pipeline.graph.watch import watched
-from pipeline.runs.events import EventLog, read_events
+from pipeline.runs.events import (
+    EventLog,
+    Finished,
+    Listener,
+    Paused,
+    RunStarted,
+    Spent,
+    Started,
+    Stopped,
+    read_events,
+)
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
 from pipeline.runs.store import LocalStore, RunStore, Saver
 from pipeline.settings import CHECKPOINTS
 
-LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
+LAUNCH_EVENTS = (RunStarted, Started, Stopped, Paused)
 """Events written before the graph's first checkpoint: any other means a checkpoint exists."""
 OUTCOME_EXIT: dict[RunVerdict, ExitCode] = {
     PASS: ExitCode.OK,
@@ -126,7 +135,7 @@ def _stale(values: dict[str, Any]) -> bool:
 
 def _ran(run: OpenRun) -> bool:
     """Whether the run's events show it got past the graph's first checkpoint."""
-    return any(e["type"] not in LAUNCH_EVENTS for e in read_events(run.run_dir))
+    return any(not isinstance(e, LAUNCH_EVENTS) for e in read_events(run.run_dir))
 
 
 def _no_checkpoint(run: OpenRun, store: RunStore) -> NotResumable:
@@ -187,7 +196,7 @@ async def execute(
     resume: bool,
     budget_tokens: int | None = None,
     max_cost: str | None = None,
-    listener: Callable[[dict[str, Any]], None] | None = None,
+    listener: Listener | None = None,
     configure: Callable[[RunDeps], None] | None = None,
     store: RunStore | None = None,
     saver: Saver | None = None,
@@ -248,7 +257,7 @@ def _after_full_disk(run: OpenRun, store: RunStore, full: OutOfSpace) -> OutOfSp
     one without is removed whole, leaving nothing behind (run it again once there is room)."""
     if _checkpointed(run, store):
         with contextlib.suppress(Exception):  # the disk may still have no room for it
-            EventLog(run.run_dir).emit("stopped", message=full.message)
+            EventLog(run.run_dir).emit(Stopped(message=full.message))
         return full.then(f"designloop resume {run.run_id} (it goes on from its last completed step)")
     shutil.rmtree(run.run_dir, ignore_errors=True)
     return full.then("run again (this run had not begun: nothing of it was kept)")
@@ -278,7 +287,7 @@ def _open(run: OpenRun, resume: bool, store: RunStore) -> AbstractAsyncContextMa
 async def _execute(
     run: OpenRun,
     resume: bool,
-    listener: Callable[[dict[str, Any]], None] | None,
+    listener: Listener | None,
     configure: Callable[[RunDeps], None] | None,
     store: RunStore,
     saver: Saver,
@@ -313,26 +322,33 @@ async def _execute(
     elif not snapshot.next and not snapshot.tasks:
         # The graph is at its end. Its outcome counts only once the finish is on record; a
         # finish cut short is run again from the outcome (every finish step is idempotent).
-        if deps.events.recorded("outcome"):
+        if deps.events.recorded(Finished):
             await store.prune(saver, record.run_id)
             return _result(run, state)
         await graph.aupdate_state(config, None, as_node="step6_outcome")
     # Otherwise: continue from the last checkpoint. A task whose writes were saved before
     # the process died is not run again; its writes are applied and the graph goes on.
-    deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
+    deps.events.emit(
+        Started(type="resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
+    )
     try:
         await watched(lock, graph.ainvoke(graph_input, config, durability="sync"))
     except LockLost as exc:
         with contextlib.suppress(Exception):  # the store may be what went away
-            deps.events.emit("stopped", message=exc.message)
+            deps.events.emit(Stopped(message=exc.message))
         raise
     except BudgetExceeded as exc:
         spent = deps.runtime.ledger.total()
         deps.record_wrote(record.kind)
         # What the stopped spawn had spent: no spawn event records it, so this one does.
-        partial = (exc.spent or Usage()).to_json()
+        partial = Spent.model_validate((exc.spent or Usage()).to_json())
         deps.events.emit(
-            "stopped", message=exc.message, usage=spent.to_json(), partial=partial, flag=exc.flag
+            Stopped(
+                message=exc.message,
+                usage=Spent.model_validate(spent.to_json()),
+                partial=partial,
+                flag=exc.flag,
+            )
         )
         state = _state(run, dict((await graph.aget_state(config)).values or {}))
         return RunResult(
@@ -345,7 +361,7 @@ async def _execute(
             flag=exc.flag,
         )
     except (WiringError, InputError) as exc:
-        deps.events.emit("stopped", message=exc.message)
+        deps.events.emit(Stopped(message=exc.message))
         raise
     snapshot = await graph.aget_state(config)
     state = _state(run, dict(snapshot.values or {}))
@@ -353,7 +369,7 @@ async def _execute(
         paused = snapshot.interrupts[0].value
         gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
         deps.record_wrote(record.kind)
-        deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
+        deps.events.emit(Paused(gate=gate.get("state"), message=gate.get("message")))
         return RunResult(
             record.run_id,
             record.kind,

@@ -15,13 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.findings import Finding, blocking
-from pipeline.formats.kinds import Status
+from pipeline.formats.kinds import RunVerdict, Status
 from pipeline.formats.settled import SectionRecord, Span
 from pipeline.formats.slices import Slice
 from pipeline.runs.records import RUN_FORMAT
 
-RunVerdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS", "INCONCLUSIVE", "DECISION NEEDED"]
-"""How a run ended (the seed's Outcomes); not the gate entry's verdict (formats.research_log)."""
 PASS: RunVerdict = "PASS"
 BLOCKER_REMAINS: RunVerdict = "BLOCKER REMAINS"
 SHOULD_FIX_REMAINS: RunVerdict = "SHOULD-FIX REMAINS"

@@ -31,6 +31,7 @@ from pipeline.graph.state import (
     Update,
 )
 from pipeline.graph.withhold import withheld_section, withhold_log_words
+from pipeline.runs.events import Finished, ReviewLogged, Stopped, VerdictCheck
 
 OUTCOME_LINE = {
     PASS: "PASS",
@@ -115,12 +116,12 @@ def step6_outcome(state: RunState, config: RunnableConfig) -> Update:
     else:
         verdict = PASS
     if verdict == PASS and (why := unchecked(state, deps)):
-        deps.events.emit("stopped", message=f"PASS without a check: {why}")
+        deps.events.emit(Stopped(message=f"PASS without a check: {why}"))
         raise WiringError(
             f"the run would end PASS though {why}",
             hint="this is a defect in designloop; the run stays resumable and nothing was logged",
         )
-    deps.events.emit("check", round=state.round, check="outcome", outcome=verdict, remaining=len(left))
+    deps.events.emit(VerdictCheck(round=state.round, outcome=verdict, remaining=len(left)))
     return {"outcome": Outcome(verdict=verdict, remaining=left)}
 
 
@@ -189,7 +190,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
     log_entry, withheld = withhold_log_words(deps.design, log_entry)
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id, lock_dir=deps.locks)
-    deps.events.emit("review_log", entry=result.number, appended=result.appended, withheld=withheld)
+    deps.events.emit(ReviewLogged(entry=result.number, appended=result.appended, withheld=withheld))
     return {"review_entry": result.number, "diff": run_diff(state, deps)}
 
 
@@ -229,13 +230,14 @@ def record_outcome(deps: RunDeps, state: RunState | EditState, line: str) -> Non
     once, after the documents as the run left them. A finish run again after a crash finds it
     and writes it no second time."""
     assert state.outcome is not None
-    if not deps.events.recorded("outcome"):
+    if not deps.events.recorded(Finished):
         deps.record_wrote(state.kind)
         deps.events.emit(
-            "outcome",
-            outcome=state.outcome.verdict,
-            line=line,
-            rounds=state.round,
-            review_log_entry=state.review_entry,
-            findings=[f.model_dump(mode="json") for f in state.outcome.remaining],
+            Finished(
+                outcome=state.outcome.verdict,
+                line=line,
+                rounds=state.round,
+                review_log_entry=state.review_entry,
+                findings=state.outcome.remaining,
+            )
         )

@@ -18,7 +18,7 @@ from pipeline.formats.review_log import parse_entries
 from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
 from pipeline.formats.textio import atomic_write_bytes
-from pipeline.runs.events import EventLog
+from pipeline.runs.events import EventLog, RunStarted
 from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import RunOptions, RunRecord, portable, write_record
 from pipeline.runs.setup import OpenRun, appear_whole, stored_url
@@ -122,7 +122,7 @@ def prepare_edit(
         snapshot(design, partial)
         write_record(partial, record)
         EventLog(partial).emit(
-            "run_start", run_kind=req.kind, directory=record.directory, models=session.runtime.model_specs
+            RunStarted(run_kind=req.kind, directory=record.directory, models=session.runtime.model_specs)
         )
 
     appear_whole(run_dir, fill)

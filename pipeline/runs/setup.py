@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
 from pipeline.formats.design_dir import DesignDir, open_design_dir
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import PHASE1, CreationKind
 from pipeline.formats.space import space_error
 from pipeline.formats.textio import atomic_write_bytes
-from pipeline.runs.events import EventLog
+from pipeline.runs.events import EventLog, RunStarted
 from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,
@@ -70,7 +70,7 @@ class RunPlan:
     """A run checked and ready to start: nothing of it is on disk yet."""
 
     run_id: str
-    kind: str
+    kind: CreationKind
     design: DesignDir
     target: Path
     session: Session
@@ -84,7 +84,7 @@ class RunPlan:
 
 
 def plan_run(
-    kind: str,
+    kind: CreationKind,
     directory: Path,
     options: SessionOptions,
     warmup: bool,
@@ -141,7 +141,7 @@ def start_run(plan: RunPlan) -> OpenRun:
                     record.kept[design.rel(source)] = design.rel(run_dir / name)
         write_record(partial, record)
         EventLog(partial).emit(
-            "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
+            RunStarted(run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs)
         )
 
     appear_whole(run_dir, fill)
@@ -171,7 +171,7 @@ def appear_whole(run_dir: Path, fill: Callable[[Path], None]) -> None:
 
 
 def prepare_run(
-    kind: str,
+    kind: CreationKind,
     directory: Path,
     options: SessionOptions,
     warmup: bool,

@@ -26,7 +26,7 @@ from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
-from pipeline.runs.events import EVENTS
+from pipeline.runs.events import EVENTS, BaseEvent, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord
@@ -61,7 +61,7 @@ class RunStore(Protocol):
     def cache(self) -> RequestCache | None:
         """The model-call cache shared by every run, or None for each session's own local one."""
 
-    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+    def publish(self, run_dir: Path) -> Listener | None:
         """A listener that copies a run's events (and its files at the finish) into the store."""
 
     def register(self, run_dir: Path) -> None:
@@ -166,7 +166,7 @@ class LocalStore:
     def cache(self) -> RequestCache | None:
         return None
 
-    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+    def publish(self, run_dir: Path) -> Listener | None:
         return None
 
     def register(self, run_dir: Path) -> None:
@@ -252,15 +252,13 @@ def load_batch_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def emit(store: RunStore, run_dir: Path, kind: str, **data: Any) -> None:
+def emit(store: RunStore, run_dir: Path, event: BaseEvent) -> None:
     """Append one event to a run's log, published to the store the run lives in."""
-    from pipeline.runs.events import EventLog
-
     log = EventLog(run_dir)
     published = store.publish(run_dir)
     if published is not None:
         log.subscribe(published)
-    log.emit(kind, **data)
+    log.emit(event)
 
 
 def open_store(url: str | None, runs_dir: Path) -> RunStore:
