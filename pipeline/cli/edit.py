@@ -87,7 +87,7 @@ def edit(
     from pipeline.cli.runs import _execute, _fail_on, _locked, runs_dir_of
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
-    from pipeline.runs.edit_setup import new_edit_id, prepare_edit
+    from pipeline.runs.setup import new_run_id, plan_edit, start_run
     from pipeline.runs.store import LocalStore
 
     if not is_edit_kind(kind):
@@ -125,11 +125,11 @@ def edit(
         max_requests=max_requests,
     )
     target = resolve(directory) or directory
-    run_id = new_edit_id(request.kind)
+    run_id = new_run_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
     with _locked(store, target.resolve(), run_id, wait) as lock:
-        run = prepare_edit(request, target, options, chooser, run_id)
+        run = start_run(plan_edit(request, target, options, chooser, run_id))
         if not as_json:
             typer.echo(f"run {run.run_id}", err=True)
         _execute(run, False, as_json, store, lock)

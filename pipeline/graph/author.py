@@ -103,8 +103,8 @@ def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
         return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
     deps.fence()
     # A design that was stamped before the run keeps its stamp (the seed's idempotency guard).
-    before = deps.run_dir / "before.md"
-    kept = stamp_of(before.read_bytes()) if before.is_file() else None
+    before = deps.before(path)
+    kept = stamp_of(before) if before is not None else None
     wrote = prepend_stamp(path, deps.workflow_sha, kept)
     if wrote:
         sha = kept[len("<!-- workflow-sha: ") : -len(" -->")] if kept else deps.workflow_sha.get()

@@ -13,7 +13,6 @@ from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps
 from pipeline.runs.events import Stamped
-from pipeline.runs.setup import BEFORE_COMPANION
 
 COMPANION_KEY = "mechanics_companion"
 
@@ -47,8 +46,8 @@ def stamp_companion(deps: RunDeps) -> bool:
     d = deps.design
     if not d.mechanics.is_file() or d.mechanics.stat().st_size == 0:
         return False
-    before = deps.run_dir / BEFORE_COMPANION
-    kept = stamp_of(before.read_bytes()) if before.is_file() else None  # an existing stamp stays
+    before = deps.before(d.mechanics)
+    kept = stamp_of(before) if before is not None else None  # an existing stamp stays
     wrote = prepend_stamp(d.mechanics, deps.workflow_sha, kept)
     deps.events.emit(Stamped(path=deps.rel(d.mechanics), wrote=wrote))
     atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())

@@ -23,6 +23,7 @@ from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
+from pipeline.runs.snapshot import snapshot_reader
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
 
@@ -75,6 +76,10 @@ class RunDeps:
                     path.read_bytes()
                 ).hexdigest()
         return out
+
+    def before(self, path: Path) -> bytes | None:
+        """The file as it was when the run started (runs.snapshot); None when it did not exist."""
+        return snapshot_reader(self.design, self.run_dir)(path)
 
     def rel(self, path: Path) -> str:
         return self.design.rel(path)

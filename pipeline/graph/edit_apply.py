@@ -14,6 +14,7 @@ from pipeline.formats.edit_ops import INSTRUCTION, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
 from pipeline.formats.edits import find_section, parse
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import EditKind
 from pipeline.formats.refs import propagate_plan
 from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
 from pipeline.formats.section_diff import section_texts
@@ -28,15 +29,15 @@ from pipeline.formats.sync_delta import (
 from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import Applied, EditState, EditUpdate, SyncDelta
-from pipeline.runs.edit_setup import snapshot_reader, touched_files
 from pipeline.runs.events import EditApplied, RoundStarted
+from pipeline.runs.snapshot import snapshot_files
 
 EDITOR = "inline-editor"
 
 
 def guard_line1(deps: RunDeps, path: Path) -> str | None:
     """Put back a stamped line 1 the editor changed; returns a note when it had to."""
-    before = snapshot_reader(deps.design, deps.run_dir)(path)
+    before = deps.before(path)
     if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
         return None
     now = path.read_bytes()
@@ -64,11 +65,11 @@ async def spawn_editor(
     return summary, usage, result.error, guard_line1(deps, path)
 
 
-def changed_files(deps: RunDeps) -> tuple[list[str], list[str]]:
+def changed_files(deps: RunDeps, kind: EditKind) -> tuple[list[str], list[str]]:
     """Files that differ from the edit's starting snapshot, and those that did not exist then."""
-    read = snapshot_reader(deps.design, deps.run_dir)
+    read = deps.before
     changed, created = [], []
-    for path in touched_files(deps.design):
+    for path in snapshot_files(deps.design, kind):
         before, now = read(path), read_live(path)
         if before != now:
             changed.append(deps.rel(path))
@@ -91,7 +92,7 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         return {}
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
-    plan = EditPlan(snapshot_reader(d, deps.run_dir))
+    plan = EditPlan(deps.before)
     planned = plan_edit(state.request.model_copy(), d, plan, stamp_line(deps.workflow_sha.get()))
     written = plan.commit()
     deps.events.emit(EditApplied(files=[deps.rel(p) for p in written]))
@@ -106,7 +107,7 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         )
         update["usage"] = [usage]
         update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
-    files, created = changed_files(deps)
+    files, created = changed_files(deps, state.kind)
     missed = _missed(deps, planned.passages, planned.editor_file) if files else None
     applied = bool(files) and not missed and (state.kind != "length-trigger-crossing" or _companion_filled(d))
     update["applied"] = Applied(
@@ -130,7 +131,7 @@ def _missed(deps: RunDeps, passages: list[Finding], path: Path | None) -> str | 
     asked = [p.section for p in passages if p.rule == INSTRUCTION and p.section]
     if not asked or path is None:
         return None
-    start = snapshot_reader(deps.design, deps.run_dir)(path)
+    start = deps.before(path)
     now = read_live(path)
     old = section_texts(start.decode("utf-8", "replace") if start else "", path)
     new = section_texts(now.decode("utf-8", "replace") if now else "", path)
@@ -199,7 +200,7 @@ async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdat
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
     since = last_sync(entries)
     design, mechanics = read_text(d.design).text, read_text(d.mechanics).text
-    read = snapshot_reader(d, deps.run_dir)
+    read = deps.before
     start = read(d.design)
     passages, changes, baseline = _sync_passages(
         deps, design if start is None else start.decode("utf-8"), mechanics
@@ -225,7 +226,7 @@ async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdat
             n for n in (note, f"inline-editor: {error}" if error else None) if n
         ]
     references = _propagate_sync(deps, passages)
-    files, created = changed_files(deps)
+    files, created = changed_files(deps, state.kind)
     summary = (
         f"Re-distilled design.md from the companion's changes since "
         f"{f'Mutation {since.number}' if since else 'its creation'}: {'; '.join(changes)}."
@@ -251,7 +252,7 @@ def sync_stale(state: EditState, deps: RunDeps) -> list[Finding]:
         return []
     d = deps.design
     now = parse(read_text(d.design).text, d.design)
-    start = snapshot_reader(d, deps.run_dir)(d.design)
+    start = deps.before(d.design)
     before = parse(start.decode("utf-8") if start else "", d.design)
     out: list[Finding] = []
     for passage in state.sync.passages:

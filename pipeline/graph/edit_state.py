@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.findings import Finding, blocking
-from pipeline.formats.kinds import Status, Target
+from pipeline.formats.kinds import EditKind, Status, Target
 from pipeline.graph.state import FileDiff, Outcome, Record, RoleReport
 from pipeline.runs.records import RUN_FORMAT
 
@@ -101,7 +101,7 @@ class EditState(BaseModel):
 
     format: int = RUN_FORMAT
     run_id: str
-    kind: str
+    kind: EditKind
     request: EditRequest
     round: int = 1
     budget: int = 3

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig
 
 from pipeline.formats.edit_plan import read_live
 from pipeline.formats.findings import Finding, blocking
+from pipeline.formats.kinds import EditKind
 from pipeline.formats.review_log import MutationEntry, append_entry, parse_entries, working_mode_count
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write, atomic_write_bytes
@@ -19,8 +20,8 @@ from pipeline.graph.entry import describe_diff, real_diff
 from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, FileDiff, Outcome
 from pipeline.graph.withhold import withheld_section, withhold_log_words
 from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
-from pipeline.runs.edit_setup import snapshot_reader, touched_files
 from pipeline.runs.events import ReviewLogged, SyncSuggested, VerdictCheck
+from pipeline.runs.snapshot import snapshot_files
 
 MECHANICS_SKIP = "SKIPPED — mechanics-edit defers cold-read to next design-sync"
 
@@ -124,8 +125,8 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
     assert state.outcome is not None
     target_file = "design-mechanics.md" if state.kind == "mechanics-edit" else "design.md"
     scope = state.scope
-    read = snapshot_reader(d, deps.run_dir)
-    diffs = real_diff((deps.rel(p), read(p), read_live(p)) for p in touched_files(d))
+    read = deps.before
+    diffs = real_diff((deps.rel(p), read(p), read_live(p)) for p in snapshot_files(d, state.kind))
     entry = MutationEntry(
         kind=state.kind,
         target_file=target_file,
@@ -190,10 +191,10 @@ def step8_sync_suggestion(state: EditState, config: RunnableConfig) -> EditUpdat
     return {"sync_suggestion": text}
 
 
-def _diffs(deps: RunDeps) -> str:
-    read = snapshot_reader(deps.design, deps.run_dir)
+def _diffs(deps: RunDeps, kind: EditKind) -> str:
+    read = deps.before
     out = []
-    for path in touched_files(deps.design):
+    for path in snapshot_files(deps.design, kind):
         before, after = read(path), read_live(path)
         if before == after:
             continue
@@ -214,7 +215,14 @@ def step9_present(state: EditState, config: RunnableConfig) -> EditUpdate:
     entry = log[log.find(marker) :] if marker in log else ""
     entry = entry.split("\n## Mutation ", 1)[0].rstrip() + "\n"
     line = OUTCOME_LINE[state.outcome.verdict]
-    parts = [f"# {state.kind} {state.run_id}", "", "## Diff", "", f"```diff\n{_diffs(deps)}```", ""]
+    parts = [
+        f"# {state.kind} {state.run_id}",
+        "",
+        "## Diff",
+        "",
+        f"```diff\n{_diffs(deps, state.kind)}```",
+        "",
+    ]
     if state.sync is not None:
         parts += ["## What changed in mechanics since the last sync", ""]
         parts += [f"- {c}" for c in state.sync.changes] or ["- nothing"]

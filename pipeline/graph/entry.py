@@ -19,7 +19,8 @@ from pipeline.formats.kinds import PHASE1
 from pipeline.formats.plan import load_tracks
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.section_diff import section_changes as changed_sections
-from pipeline.formats.textio import TextFile, read_text
+from pipeline.formats.textio import TextFile, decode
+from pipeline.graph.deps import RunDeps
 from pipeline.graph.state import FileDiff, RunState
 
 MAX_SUGGESTIONS = 10
@@ -138,10 +139,10 @@ def suggestions(state: RunState) -> list[str]:
     return items
 
 
-def read_before(run_dir: Path) -> TextFile | None:
+def read_before(deps: RunDeps, draft: str) -> TextFile | None:
     """The draft as it was before the run (its before-snapshot), when there was one."""
-    path = run_dir / "before.md"
-    return read_text(path, what="the run's before-snapshot") if path.is_file() else None
+    data = deps.before(deps.abs(draft))
+    return decode(data, deps.abs(draft)) if data is not None else None
 
 
 def real_diff(files: Iterable[tuple[str, bytes | None, bytes | None]]) -> list[FileDiff]:

@@ -176,7 +176,7 @@ def _initial(run: OpenRun) -> RunState | EditState:
     if run.record.edit is not None:
         return EditState(
             run_id=run.run_id,
-            kind=run.record.kind,
+            kind=run.record.edit.kind,
             request=run.record.edit,
             budget=run.session.limits.iteration_budget,
             draft=run.record.draft,

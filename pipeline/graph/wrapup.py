@@ -175,7 +175,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
     log_entry = MutationEntry(
         kind=state.kind,
         target_file=deps.abs(state.draft).name,
-        diff_summary=entry.diff_summary(state, deps.design, entry.read_before(deps.run_dir)),
+        diff_summary=entry.diff_summary(state, deps.design, entry.read_before(deps, state.draft)),
         mechanical_target=state.mechanical_target,
         mechanical=entry.mechanical_line(state),
         cold_read_scope="whole-doc",
@@ -197,9 +197,9 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
 def run_diff(state: RunState, deps: RunDeps) -> list[FileDiff]:
     """The real diff of the draft against the run's before-snapshot (absent then: created)."""
     draft = deps.abs(state.draft)
-    before = deps.run_dir / "before.md"
-    old = before.read_bytes() if before.is_file() else None
-    return entry.real_diff([(state.draft, old, draft.read_bytes() if draft.is_file() else None)])
+    return entry.real_diff(
+        [(state.draft, deps.before(draft), draft.read_bytes() if draft.is_file() else None)]
+    )
 
 
 def step9_present(state: RunState, config: RunnableConfig) -> Update:
@@ -207,8 +207,8 @@ def step9_present(state: RunState, config: RunnableConfig) -> Update:
     deps = deps_of(config)
     assert state.outcome is not None
     path = deps.abs(state.draft)
-    before_path = deps.run_dir / "before.md"
-    before = before_path.read_text(encoding="utf-8").splitlines(keepends=True) if before_path.exists() else []
+    old = deps.before(path)
+    before = old.decode("utf-8").splitlines(keepends=True) if old is not None else []
     after = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
     diff = "".join(difflib.unified_diff(before, after, f"a/{deps.rel(path)}", f"b/{deps.rel(path)}"))
     log = deps.design.mutations.read_text(encoding="utf-8")
