@@ -107,7 +107,9 @@ def test_modules_stay_under_the_line_cap() -> None:
 def test_the_checker_sees_lazy_and_upward_imports(tmp_path: Path) -> None:
     """The test itself can fail: a function-level upward import is reported."""
     src = tmp_path / "mod.py"
-    src.write_text("def f():\n    from pipeline.graph.build import build_graph\n    return build_graph\n")
+    src.write_text(
+        "def f():\n    from pipeline.graph.create.build import build_graph\n    return build_graph\n"
+    )
     found = imports_of(src, "pipeline.formats.mod")
-    assert "pipeline.graph.build" in found
-    assert layer("pipeline.graph.build") > layer("pipeline.formats.mod")
+    assert "pipeline.graph.create.build" in found
+    assert layer("pipeline.graph.create.build") > layer("pipeline.formats.mod")

@@ -247,7 +247,7 @@ def test_a_provider_without_a_prompt_cache_fans_out_at_once(tmp_path: Path) -> N
 
 
 def test_the_documented_diagram_is_drawn_from_the_graph() -> None:
-    from pipeline.graph.build import build_graph
+    from pipeline.graph.create.build import build_graph
 
     doc = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
     block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]

@@ -308,11 +308,6 @@ def graph_command(
 ) -> None:
     """Print the creation-kind graph (or, with --edit, the interactive kinds' graph) as a Mermaid
     diagram, drawn by LangGraph from the graph itself."""
-    if edit:
-        from pipeline.graph.edit_build import build_edit_graph
+    from pipeline.graph.runner import graph_for
 
-        typer.echo(build_edit_graph().get_graph().draw_mermaid())
-        return
-    from pipeline.graph.build import build_graph
-
-    typer.echo(build_graph().get_graph().draw_mermaid())
+    typer.echo(graph_for("design-sync" if edit else "phase1-creation").get_graph().draw_mermaid())

@@ -41,7 +41,8 @@ from pipeline.graph.batch_rows import (
     unfinished,
 )
 from pipeline.graph.deps import RunDeps
-from pipeline.graph.runner import RunResult, execute
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute
 from pipeline.runs.events import BaseEvent, RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for

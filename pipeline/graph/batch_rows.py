@@ -23,7 +23,7 @@ from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import CreationKind
-from pipeline.graph.runner import exit_code_for
+from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
 from pipeline.runs.events import EventLog, OutputsRecorded
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest

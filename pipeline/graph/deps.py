@@ -1,4 +1,10 @@
-"""A run's dependencies (what is handed in, never checkpointed) and the one spawn helper."""
+"""A run's dependencies: what is handed in, never checkpointed, and the one spawn helper.
+
+``RunDeps`` is both graphs' LangGraph context schema: the runner passes it to
+``graph.ainvoke(..., context=deps)`` and every node reads it from its ``runtime: Runtime[RunDeps]``
+argument (LangGraph's own channel for run-scoped services), never from a module-global or the
+checkpointed configuration. It is rebuilt on resume.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime as GraphRuntime
 
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
-from pipeline.agents.session import SessionOptions, open_session
 from pipeline.agents.spawn import SpawnParams
 from pipeline.agents.usage import RoleUsage
-from pipeline.errors import WiringError
-from pipeline.formats.design_dir import DesignDir, open_design_dir
+from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
@@ -41,6 +44,7 @@ class RunDeps:
     warmup: bool = True
     partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
     warm: WarmUp = field(default_factory=WarmUp)
+    """The fan-out's warm-up gates, one per round (graph.warmup)."""
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
@@ -88,10 +92,15 @@ class RunDeps:
         return self.design.abs(rel)
 
     async def spawn(
-        self, params: SpawnParams, index: int | None = None, warmup_wait: float | None = None
+        self,
+        params: SpawnParams,
+        index: int | None = None,
+        warmup_wait: float | None = None,
+        first_answer: Callable[[], None] | None = None,
     ) -> tuple[RoleResult, RoleUsage]:
-        """Run one spawn through the spawn contract and record its event."""
-        result = await self.runtime.spawn(params, self.design, index, self.reviews)
+        """Run one spawn through the spawn contract and record its event; ``first_answer`` is
+        told when the spawn's first answer arrives (the fan-out's warm-up)."""
+        result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
         review = result.review
         self.events.emit(
             Spawned(
@@ -135,32 +144,5 @@ def build_deps(
     )
 
 
-_STUDIO: dict[tuple[str, str, str | None], RunDeps] = {}
-
-
-def studio_deps(configurable: dict[str, Any]) -> RunDeps | None:
-    """LangGraph Studio hands in only its configuration: ``directory`` and, optionally, ``model``."""
-    directory = configurable.get("directory")
-    if not isinstance(directory, str):
-        return None
-    key = (directory, str(configurable.get("thread_id")), configurable.get("model"))
-    if key not in _STUDIO:
-        design = open_design_dir(Path(directory))
-        session = open_session(design.repo_root, SessionOptions(model=configurable.get("model")))
-        run_dir = session.runs_dir / f"studio-{configurable.get('thread_id', 'run')}"
-        _STUDIO[key] = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
-    return _STUDIO[key]
-
-
-def deps_of(config: RunnableConfig) -> RunDeps:
-    configurable = config.get("configurable", {})
-    deps = configurable.get("deps")
-    if isinstance(deps, RunDeps):
-        return deps
-    built = studio_deps(configurable)
-    if built is None:
-        raise WiringError(
-            "the graph was run without its dependencies",
-            hint="pass configurable.deps, or configurable.directory (LangGraph Studio)",
-        )
-    return built
+RunContext = GraphRuntime[RunDeps]
+"""What a node is handed as its ``runtime`` argument: ``runtime.context`` is the run's RunDeps."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from langchain_core.runnables import RunnableConfig
-
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.design_dir import DesignDir
@@ -27,8 +25,8 @@ from pipeline.formats.sync_delta import (
     without_stamp,
 )
 from pipeline.formats.textio import atomic_write_bytes, read_text
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.edit_state import Applied, EditState, EditUpdate, SyncDelta
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.edit.state import Applied, EditState, EditUpdate, SyncDelta
 from pipeline.runs.events import EditApplied, RoundStarted
 from pipeline.runs.snapshot import snapshot_files
 
@@ -84,10 +82,10 @@ def _companion_filled(d: DesignDir) -> bool:
     return any(body.strip() for body in mechanics_sections(read_text(d.mechanics).text, d.mechanics).values())
 
 
-async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1: the edit, applied inline. Exact operations are planned whole and written at
     once; an instruction or the length-trigger split goes to the inline editor."""
-    deps = deps_of(config)
+    deps = runtime.context
     if state.kind == "design-sync":
         return {}
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
@@ -191,10 +189,10 @@ def _propagate_sync(deps: RunDeps, passages: list[Finding]) -> list[str]:
     return sorted(touched)
 
 
-async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1.5: re-distill design.md from the companion's changes since the last sync; a
     zero delta is noted and skips the review."""
-    deps = deps_of(config)
+    deps = runtime.context
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]

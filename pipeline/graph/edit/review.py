@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from langchain_core.runnables import RunnableConfig
-
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.roles import load_prompt
 from pipeline.checks.engine import CheckRequest, run_checks
@@ -17,9 +15,9 @@ from pipeline.formats.edit_plan import read_live
 from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.mutations import kind_rule
 from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.edit_apply import spawn_editor, sync_stale
-from pipeline.graph.edit_state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.edit.apply import spawn_editor, sync_stale
+from pipeline.graph.edit.state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
 from pipeline.graph.state import RoleReport
 from pipeline.runs.events import ColdReadCheck, Fixed, MechanicalCheck, MergedCheck, ScopeCheck
 
@@ -40,10 +38,10 @@ def bounded_sections(doc: DesignDoc, changed: str, roadmap: bool) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def step2_scope(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step2_scope(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 2: the cold-read scope from the kind's row, escalated to whole-doc on every Nth
     counted mutation (all but mechanics-edit, counted from the review log)."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     rule = kind_rule(state.kind)
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
@@ -89,9 +87,9 @@ def _existing(path: Path) -> Path | None:
     return path if path.exists() else None
 
 
-def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step3_mechanical_checks(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 3: the mechanical checks with the kind's --target and --scope, plan references included."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     scope = state.scope
     assert scope is not None
@@ -154,8 +152,8 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
     )
 
 
-async def _cold_read(state: EditState, config: RunnableConfig, role: ColdReader) -> EditUpdate:
-    deps = deps_of(config)
+async def _cold_read(state: EditState, runtime: RunContext, role: ColdReader) -> EditUpdate:
+    deps = runtime.context
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, d.design)
     result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
@@ -177,23 +175,23 @@ async def _cold_read(state: EditState, config: RunnableConfig, role: ColdReader)
     return {"reads": [read], "usage": [usage]}
 
 
-async def step4_comprehension_gate(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step4_comprehension_gate(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 4: the cold comprehension gate over the kind's scope."""
-    return await _cold_read(state, config, COMPREHENSION)
+    return await _cold_read(state, runtime, COMPREHENSION)
 
 
-async def step4_readability_auditor(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step4_readability_auditor(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 4 (design-sync only): one cold readability pass over the whole re-distilled design,
     the single prose owner (S4). Its params carry no slice_count or total_lines."""
-    return await _cold_read(state, config, AUDITOR)
+    return await _cold_read(state, runtime, AUDITOR)
 
 
-def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step5_merge(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 5: mechanical, cold-read (and the distillation's open) findings as one list."""
-    deps = deps_of(config)
+    deps = runtime.context
     reads = state.this_round_reads()
     merged = merge([*state.mechanical, *(f for r in reads for f in r.findings), *sync_stale(state, deps)])
-    inconclusive = [r.role for r in reads if r.status != "ok"]
+    inconclusive: list[str] = [r.role for r in reads if r.status != "ok"]
     history = EditRound(
         round=state.round,
         mechanical=len(blocking(state.mechanical)),
@@ -211,10 +209,10 @@ def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
     return {"merged": merged, "history": [history]}
 
 
-async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 6: blockers first, then should-fix. Auto-applicable fixes are applied exactly; the
     rest go to the inline editor, one spawn per file. The round is spent either way."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     open_ = state.open_findings()
     before = {path: read_live(path) for path in (d.design, d.mechanics)}

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
-from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for, second_check_role
+from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for
 from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
@@ -19,29 +18,31 @@ from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 from pipeline.formats.slices import assert_fanout
-from pipeline.graph.author import fingerprint
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.state import (
+from pipeline.graph.create.author import fingerprint
+from pipeline.graph.create.state import (
+    AUDITOR,
     Audit,
     CheckTask,
     Evaluation,
     FanOut,
     Inconclusive,
     Merged,
-    RoleReport,
     RoundHistory,
     RunState,
     SecondCheck,
     SectionSpan,
     SliceTask,
     Update,
+    second_role,
 )
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.state import RoleReport
 from pipeline.runs.events import DualCleanCheck, MechanicalCheck, Settled, SliceSkipped, Stopped, Warmed
 
 
-def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
+def step3_mechanical_checks(state: RunState, runtime: RunContext) -> Update:
     """Step 3: the mechanical checks on the just-written draft."""
-    deps = deps_of(config)
+    deps = runtime.context
     if state.author is None or not state.author.draft_ok:
         return {"mechanical": []}
     d = deps.design
@@ -76,9 +77,9 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
     return {"mechanical": findings, "mechanical_target": request.target, "reports": [report]}
 
 
-def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
+def step4_plan_fanout(state: RunState, runtime: RunContext) -> Update:
     """Step 4 (per round): the deterministic partition, the settled-state skips, the self-check."""
-    deps = deps_of(config)
+    deps = runtime.context
     doc = load_design(deps.abs(state.draft))
     slices = deps.partition(doc.lines, deps.limits)
     try:
@@ -135,27 +136,27 @@ def _inputs(deps: RunDeps, task: SliceTask | CheckTask) -> RoundInputs:
     return RoundInputs(deps.design, task.kind, task.round, deps.abs(task.draft))
 
 
-async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> Update:
+async def step4_audit_slice(payload: dict[str, Any], runtime: RunContext) -> Update:
     """One cold readability auditor on one slice; where the provider caches prompts, the
     fan-out's other spawns start once the first one's first answer is in (graph.warmup)."""
-    deps = deps_of(config)
+    deps = runtime.context
     task = SliceTask.model_validate(payload)
     params = params_for(
-        "readability-auditor", _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
+        AUDITOR, _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
     )
-    if not deps.warms_up("readability-auditor"):
+    if not deps.warms_up(AUDITOR):
         result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
     elif task.warm:
 
         def warmed() -> None:
             deps.events.emit(Warmed(round=task.round))
 
-        with deps.warm.first(task.round, warmed):
-            result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
+        with deps.warm.first(task.round, warmed) as answered:
+            result, usage = await deps.spawn(params, task.index, warmup_wait=0.0, first_answer=answered)
     else:
         waited = await deps.warm.wait(task.round, deps.settings.warmup_cap)
         result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
-    findings = [f.located(task.draft, result.role) for f in result.review.findings] if result.review else []
+    findings = [f.located(task.draft, AUDITOR) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
     audit = Audit(
         round=task.round,
@@ -169,11 +170,11 @@ async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> 
     return {"audits": [audit], "usage": [usage]}
 
 
-async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) -> Update:
+async def step4_second_check(payload: dict[str, Any], runtime: RunContext) -> Update:
     """The round's second check: absorption at phase 1, fidelity at phase 4."""
-    deps = deps_of(config)
+    deps = runtime.context
     task = CheckTask.model_validate(payload)
-    role = second_check_role(task.kind)
+    role = second_role(task.kind)
     result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
     findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
@@ -183,20 +184,18 @@ async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) ->
     return {"seconds": [check], "usage": [usage]}
 
 
-def step5_merge(state: RunState, config: RunnableConfig) -> Update:
+def step5_merge(state: RunState, runtime: RunContext) -> Update:
     """Step 5: the round's auditor and second-check findings, each as one deduplicated list."""
     audits = sorted((a for a in state.audits if a.round == state.round), key=lambda a: a.index)
     seconds = [s for s in state.seconds if s.round == state.round]
     second = seconds[-1] if seconds else None
     failed = [
-        Inconclusive(
-            round=a.round, role="readability-auditor", where=f"slice {a.slice[0]}-{a.slice[1]}", error=a.error
-        )
+        Inconclusive(round=a.round, role=AUDITOR, where=f"slice {a.slice[0]}-{a.slice[1]}", error=a.error)
         for a in audits
         if a.status != "ok"
     ]
     if second is None or second.status != "ok":
-        role = second.role if second else second_check_role(state.kind)
+        role = second.role if second else second_role(state.kind)
         failed.append(Inconclusive(round=state.round, role=role, error=second.error if second else None))
     inconclusive = [f"{i.role} {i.where}".strip() for i in failed]
     return {
@@ -211,9 +210,9 @@ def step5_merge(state: RunState, config: RunnableConfig) -> Update:
     }
 
 
-def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
+def step6_evaluate(state: RunState, runtime: RunContext) -> Update:
     """Step 6: the dual-clean evaluation, with the settled-state filter."""
-    deps = deps_of(config)
+    deps = runtime.context
     fan, merged = state.fanout, state.merged
     assert fan is not None and merged is not None
     round_ = state.round
