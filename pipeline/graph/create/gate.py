@@ -10,11 +10,11 @@ from pathlib import Path
 from langgraph.types import interrupt
 
 from pipeline.agents.inputs import NONE, RoundInputs, params_for
-from pipeline.agents.review import write_review_file
 from pipeline.formats.anchor import anchor_across
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
+from pipeline.formats.review_file import write_review_file
 from pipeline.formats.settled import SettledState
 from pipeline.graph.create.author import fingerprint
 from pipeline.graph.create.state import (
