@@ -15,8 +15,8 @@ from typing import Any
 from agentkit import make_repo
 
 from pipeline.agents.session import SessionOptions
+from pipeline.fleet.batch import Batch, BatchOptions, BatchRunner
 from pipeline.formats.kinds import PHASE1
-from pipeline.graph.batch import Batch, BatchOptions, BatchRunner
 from pipeline.graph.deps import RunDeps
 from pipeline.runs.events import Event, read_events
 from pipeline.runs.store import LocalStore, RunStore

@@ -17,8 +17,8 @@ from batchkit import HeldLock, batch_repo, cli_json, open_gate, rows, run_batch
 
 from pipeline.cli.batch_sarif import batch_findings
 from pipeline.errors import ExitCode
+from pipeline.fleet.rows import Batch, Row
 from pipeline.formats.review_log import parse_entries
-from pipeline.graph.batch_rows import Batch, Row
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
 from pipeline.runs.events import RoundStarted

@@ -27,7 +27,7 @@ from pipeline.formats.kinds import CreationKind
 
 if TYPE_CHECKING:
     from pipeline.errors import ExitCode
-    from pipeline.graph.batch import Batch, Row
+    from pipeline.fleet.batch import Batch, Row
     from pipeline.runs.events import BaseEvent
 
 batch_app = typer.Typer(
@@ -119,8 +119,8 @@ def _run_batch(
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
+    from pipeline.fleet.batch import BatchOptions, BatchRunner
     from pipeline.formats.design_dir import expand_directories
-    from pipeline.graph.batch import BatchOptions, BatchRunner
     from pipeline.runs.store import open_store
     from pipeline.settings import repo_root
 
@@ -184,8 +184,8 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     from pipeline.agents.readable import record_byproducts
     from pipeline.cli.batch_sarif import batch_sarif
     from pipeline.errors import ExitCode
+    from pipeline.fleet.rows import EXIT_RANK
     from pipeline.formats.textio import atomic_write
-    from pipeline.graph.batch_rows import EXIT_RANK
 
     try:
         atomic_write(target, batch_sarif(batch))

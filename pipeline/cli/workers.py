@@ -62,9 +62,9 @@ def _enqueue(
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.batch import check_session
+    from pipeline.fleet.rows import BatchOptions
     from pipeline.fleet.worker import enqueue
     from pipeline.formats.design_dir import expand_directories
-    from pipeline.graph.batch_rows import BatchOptions
     from pipeline.settings import repo_root
 
     failing = _fail_on(fail_on) or "blocker"

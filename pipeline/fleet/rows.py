@@ -1,5 +1,5 @@
 """A batch's rows and what decides each directory's action: the data ``designloop batch`` and
-``designloop enqueue`` share (graph.batch runs a batch, graph.worker queues one).
+``designloop enqueue`` share (fleet.batch runs a batch, fleet.worker queues one).
 
 A directory is skipped when its latest run of the kind finished (PASS, SHOULD-FIX REMAINS,
 BLOCKER REMAINS, DECISION NEEDED) on the very inputs it has now and left the outputs on disk
@@ -25,13 +25,11 @@ from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import CreationKind
 from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
-from pipeline.runs.events import EventLog, OutputsRecorded
 from pipeline.runs.fingerprint import Fingerprints, outputs_digest
-from pipeline.runs.lock import RunLock, holder_for
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
-from pipeline.runs.setup import OpenRun, RunPlan, plan_run, start_run
-from pipeline.runs.store import RunStore, emit
+from pipeline.runs.setup import RunPlan, plan_run
+from pipeline.runs.store import RunStore
 from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
@@ -280,21 +278,3 @@ def fingerprint(plan: RunPlan, fingerprints: Fingerprints) -> str:
     """The inputs fingerprint of a planned run (runs.fingerprint), its models' servers included."""
     runtime = plan.session.runtime
     return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime))
-
-
-def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None = None) -> OpenRun:
-    """Start the planned run with its fingerprint, in the store; the directory's lock, when held,
-    names it from now on (not a run it replaces)."""
-    if lock is not None:
-        lock.relabel(holder_for(plan.run_id))
-    plan.inputs = inputs
-    run = start_run(plan)
-    store.register(run.run_dir)
-    return run
-
-
-def record_outputs(store: RunStore, run: OpenRun) -> None:
-    """After a finished run: the digest of the outputs it left (once), so that the next batch can
-    tell they are unchanged (runs.fingerprint)."""
-    if not EventLog(run.run_dir).recorded(OutputsRecorded):
-        emit(store, run.run_dir, OutputsRecorded(digest=outputs_digest(run.design, run.record.kind)))
