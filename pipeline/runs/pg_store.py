@@ -34,6 +34,7 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
+from pipeline.runs.batch_record import BatchRecord, parse_batch
 from pipeline.runs.events import (
     EVENTS,
     BaseEvent,
@@ -313,7 +314,7 @@ class PgStore:
                 (batch_id, Jsonb(data)),
             )
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         with self.db() as db:
             if batch_id is None:
                 row = db.execute(
@@ -326,5 +327,4 @@ class PgStore:
                 f"no batch {batch_id or 'yet'} in {self.url}",
                 hint="run one with designloop batch or designloop enqueue",
             )
-        data: dict[str, Any] = row[0]
-        return data
+        return parse_batch(row[0], str(self.url))

@@ -26,6 +26,7 @@ from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
+from pipeline.runs.batch_record import BatchRecord, parse_batch
 from pipeline.runs.events import EVENTS, BaseEvent, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
@@ -86,7 +87,7 @@ class RunStore(Protocol):
     def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
         """Keep a batch's record (its directories and their runs) for ``report --batch``."""
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         """A batch's record; the latest batch when no id is given."""
 
     def close(self) -> None:
@@ -215,7 +216,7 @@ class LocalStore:
         make_runs_dir(self.runs_dir)
         atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         folder = self.runs_dir / BATCHES
         if batch_id is None:
             found = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -236,7 +237,7 @@ class LocalStore:
         return None
 
 
-def load_batch_file(path: Path) -> dict[str, Any]:
+def load_batch_file(path: Path) -> BatchRecord:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -247,9 +248,7 @@ def load_batch_file(path: Path) -> dict[str, Any]:
         raise InputError(
             f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("directories"), list):
-        raise InputError("the batch record is damaged", file=path, hint="run the batch again")
-    return data
+    return parse_batch(data, str(path))
 
 
 def emit(store: RunStore, run_dir: Path, event: BaseEvent) -> None:
