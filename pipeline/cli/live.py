@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import Kind
 from pipeline.runs.events import (
     BaseEvent,
     CheckEvent,
@@ -25,7 +26,7 @@ from pipeline.runs.events import (
 
 @dataclass(slots=True)
 class LiveState:
-    kind: str
+    kind: Kind
     round: int = 0
     budget: int = 0
     spawns: dict[str, str] = field(default_factory=dict)
@@ -82,7 +83,7 @@ class LiveState:
 
 
 class LiveView:
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: Kind) -> None:
         self.state = LiveState(kind)
         self.live = Live(self.state.render(), refresh_per_second=4, transient=False)
 

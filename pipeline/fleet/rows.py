@@ -135,7 +135,7 @@ class Row:
 @dataclass(slots=True)
 class Batch:
     batch_id: str
-    kind: str
+    kind: CreationKind
     rows: list[Row] = field(default_factory=list)
 
     @property
@@ -174,7 +174,7 @@ class Batch:
         }
 
 
-def new_batch_id(kind: str) -> str:
+def new_batch_id(kind: CreationKind) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-batch-{'p1' if kind == 'phase1-creation' else 'p4'}-{secrets.token_hex(3)}"
 
@@ -234,7 +234,7 @@ def decide(
     return None
 
 
-def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dict[str, Previous]:
+def latest_runs(store: RunStore, kind: CreationKind, directory: str | None = None) -> dict[str, Previous]:
     """The latest run of ``kind`` of each design directory (by its recorded path); with
     ``directory``, of that one only (read afresh, e.g. once its lock is held)."""
     by_dir: dict[str, list[RunRecord]] = {}
@@ -254,7 +254,9 @@ def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dic
     return found
 
 
-def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: str) -> bool:
+def unchanged(
+    previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: CreationKind
+) -> bool:
     """Whether the directory's last run finished on these very inputs and left these outputs."""
     if previous is None:
         return False

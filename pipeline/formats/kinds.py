@@ -67,6 +67,11 @@ Role = Literal[
 """The roles (each defined by agents/<role>.md)."""
 ROLES: tuple[Role, ...] = get_args(Role)
 
+
+def is_role(value: str) -> TypeGuard[Role]:
+    return value in ROLES
+
+
 Target = Literal["design", "mechanics", "both"]
 """The document(s) a run writes or checks: design.md, its mechanics companion, or both."""
 TARGETS: tuple[Target, ...] = get_args(Target)

@@ -20,7 +20,9 @@ from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.spawn import SpawnParams
 from pipeline.agents.usage import RoleUsage
+from pipeline.errors import WiringError
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import Kind, Role, is_role
 from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
@@ -49,7 +51,7 @@ class RunDeps:
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
 
-    def warms_up(self, role: str) -> bool:
+    def warms_up(self, role: Role) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""
         spec = self.runtime.model_specs.get(role, OFFLINE)
         return self.warmup and caches_prompts(spec, self.runtime.base_url)
@@ -65,12 +67,12 @@ class RunDeps:
         """Where the run's short-lived lock files go: the runs directory's ``locks/``."""
         return self.run_dir.parent / LOCKS_DIR
 
-    def record_wrote(self, kind: str) -> None:
+    def record_wrote(self, kind: Kind) -> None:
         """Record the documents a run of ``kind`` writes as they are now (a ``wrote`` event): a
         later create or final tells designloop's own last writes from a hand edit by them."""
         self.events.emit(Wrote(files=file_digests(self.design, written_files(self.design, kind))))
 
-    def left(self, kind: str) -> dict[str, str]:
+    def left(self, kind: Kind) -> dict[str, str]:
         """The documents a run of ``kind`` writes, as they are now, by their path in the design
         directory (the review-log entry's record of what the run left)."""
         out: dict[str, str] = {}
@@ -101,11 +103,14 @@ class RunDeps:
         """Run one spawn through the spawn contract and record its event; ``first_answer`` is
         told when the spawn's first answer arrives (the fan-out's warm-up)."""
         result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
+        role = result.role
+        if not is_role(role):
+            raise WiringError(f"a spawn ran {role!r}, which is no role of designloop's", hint="report it")
         review = result.review
         self.events.emit(
             Spawned(
                 round=params.round,
-                role=result.role,
+                role=role,
                 slice=params.slice,
                 status=result.status,
                 model=result.model,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from pipeline.errors import WiringError
 from pipeline.formats.findings import Finding
-from pipeline.formats.kinds import RunVerdict
+from pipeline.formats.kinds import RunVerdict, Target
 from pipeline.formats.review_log import MutationEntry, append_entry
 from pipeline.formats.textio import atomic_write
 from pipeline.graph import story
@@ -101,7 +101,7 @@ class EntryParts:
 
     target_file: str
     diff_summary: str
-    mechanical_target: str
+    mechanical_target: Target
     mechanical: str
     cold_read_scope: str
     cold_read: str

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
-from pipeline.formats.kinds import CREATION_KINDS, is_creation_kind
+from pipeline.formats.kinds import CREATION_KINDS, Kind, is_creation_kind
 from pipeline.formats.space import OutOfSpace, space_error
 from pipeline.graph.create.build import build_graph
 from pipeline.graph.create.state import RunState
@@ -51,7 +51,7 @@ Graph = CompiledStateGraph[Any, Any, Any, Any]
 State = RunState | EditState
 
 
-def graph_for(kind: str, saver: Saver | None = None) -> Graph:
+def graph_for(kind: Kind, saver: Saver | None = None) -> Graph:
     """The graph a run of ``kind`` runs: the creation graph or the interactive kinds' graph."""
     return build_graph(saver) if kind in CREATION_KINDS else build_edit_graph(saver)
 

@@ -36,7 +36,7 @@ from pydantic import (
 
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
-from pipeline.formats.kinds import Kind, RunVerdict, Status, Target
+from pipeline.formats.kinds import Kind, Role, RunVerdict, Status, Target
 from pipeline.formats.space import FULL, out_of_space
 
 EVENTS = "events.jsonl"
@@ -124,7 +124,7 @@ class Spawned(BaseEvent):
 
     type: Literal["spawn"] = "spawn"
     round: int
-    role: str
+    role: Role
     status: Status
     slice: tuple[int, int] | None = None
     model: str = ""

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import Kind, Role, Status
 from pipeline.runs.events import (
     EVENTS,
     CheckEvent,
@@ -35,9 +36,9 @@ from pipeline.runs.records import locate, read_record
 @dataclass(slots=True)
 class SpawnView:
     round: int
-    role: str
+    role: Role
     slice: tuple[int, int] | None
-    status: str
+    status: Status | Literal["skipped"]
     cache_hits: int
     calls: int
     tokens: int
@@ -50,7 +51,8 @@ class RunView:
     """A run as its events tell it."""
 
     run_id: str
-    kind: str = "?"
+    kind: Kind | None = None
+    """None until the run's first event says it (a log cut short before it)."""
     directory: str = "?"
     started: str = ""
     state: str = "running"
@@ -74,7 +76,7 @@ class RunView:
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
-            "kind": self.kind,
+            "kind": self.kind or "?",
             "directory": self.directory,
             "started": self.started,
             "state": self.state,

@@ -7,7 +7,7 @@ import tomllib
 from typing import Literal
 
 from pipeline.formats.design_dir import DIR_PARAMS, DesignDir
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import PHASE1, CreationKind
 from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write_bytes, read_text
@@ -28,7 +28,7 @@ def _requested(d: DesignDir) -> bool:
         return False
 
 
-def creation_target(deps: RunDeps, kind: str) -> Literal["design", "both"]:
+def creation_target(deps: RunDeps, kind: CreationKind) -> Literal["design", "both"]:
     """Phase 1 writes both files when a companion exists, is asked for, or the research log is
     already past the length trigger; phase 4 when the frozen design has a companion."""
     d = deps.design

@@ -12,7 +12,7 @@ from pipeline.formats.edit_ops import INSTRUCTION, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
 from pipeline.formats.edits import find_section, parse
 from pipeline.formats.findings import Finding
-from pipeline.formats.kinds import EditKind
+from pipeline.formats.kinds import DESIGN_SYNC, LENGTH_TRIGGER, EditKind, Target
 from pipeline.formats.refs import propagate_plan
 from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
 from pipeline.formats.section_diff import section_texts
@@ -47,7 +47,7 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
 
 
 async def spawn_editor(
-    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: str
+    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: Target
 ) -> tuple[str, RoleUsage, str | None, str | None]:
     """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note)."""
     d = deps.design
@@ -86,7 +86,7 @@ async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1: the edit, applied inline. Exact operations are planned whole and written at
     once; an instruction or the length-trigger split goes to the inline editor."""
     deps = runtime.context
-    if state.kind == "design-sync":
+    if state.kind == DESIGN_SYNC:
         return {}
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
@@ -97,7 +97,7 @@ async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
     update: EditUpdate = {"notes": [], "usage": []}
     editor = None
     if planned.passages and planned.editor_file is not None:
-        target = "both" if state.kind == "length-trigger-crossing" else "design"
+        target: Target = "both" if state.kind == LENGTH_TRIGGER else "design"
         if planned.editor_file == d.mechanics:
             target = "mechanics"
         editor, usage, error, note = await spawn_editor(
@@ -107,7 +107,7 @@ async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
         update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
     files, created = changed_files(deps, state.kind)
     missed = _missed(deps, planned.passages, planned.editor_file) if files else None
-    applied = bool(files) and not missed and (state.kind != "length-trigger-crossing" or _companion_filled(d))
+    applied = bool(files) and not missed and (state.kind != LENGTH_TRIGGER or _companion_filled(d))
     update["applied"] = Applied(
         applied=applied,
         files=files,

@@ -13,6 +13,7 @@ from pipeline.checks.fixes import apply_fixes
 from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc, load_design
 from pipeline.formats.edit_plan import read_live
 from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
+from pipeline.formats.kinds import DESIGN_SYNC, MECHANICS_EDIT, Target
 from pipeline.formats.mutations import kind_rule
 from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
 from pipeline.graph.deps import RunContext, RunDeps
@@ -65,7 +66,7 @@ def step2_scope(state: EditState, runtime: RunContext) -> EditUpdate:
         cold_read="bounded" if cold == "bounded" else "skipped" if cold == "skipped" else "whole-doc",
         sections=sections,
         escalated=due and rule.reviewed,
-        periodic_count=0 if state.kind == "mechanics-edit" else periodic_count(entries) + 1,
+        periodic_count=0 if state.kind == MECHANICS_EDIT else periodic_count(entries) + 1,
         target=target,
         mechanical_scope="bounded" if cold == "bounded" else "whole-doc",
         changed_section=changed,
@@ -106,7 +107,7 @@ def step3_mechanical_checks(state: EditState, runtime: RunContext) -> EditUpdate
         f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
         for f in run_checks(request, deps.limits)
     ]
-    if state.kind == "mechanics-edit":
+    if state.kind == MECHANICS_EDIT:
         findings = for_next_sync(findings, deps.rel(d.design))
     deps.events.emit(
         MechanicalCheck(
@@ -148,7 +149,7 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
         mechanics=_existing(d.mechanics),
         plan_path=_existing(d.plan),
         plan_dir=_existing(d.plan_dir),
-        note=load_prompt(SYNC_NOTE, d.repo_root).strip() if state.kind == "design-sync" else None,
+        note=load_prompt(SYNC_NOTE, d.repo_root).strip() if state.kind == DESIGN_SYNC else None,
     )
 
 
@@ -234,7 +235,7 @@ async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
             mine = [f for f in rest if f.file == rel]
         if not mine:
             continue
-        target = "mechanics" if path == d.mechanics else "design"
+        target: Target = "mechanics" if path == d.mechanics else "design"
         changed = state.scope.changed_section if state.scope else None
         summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
         usages.append(usage)
