@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, app
-from pipeline.cli.runs import open_store
+from pipeline.cli.app import app
+from pipeline.cli.options import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, open_store
 
 if TYPE_CHECKING:
     from pipeline.runs.store import RunStore
