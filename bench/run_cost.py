@@ -45,7 +45,8 @@ from corpus import make_log_repo  # noqa: E402
 from loopback import Loopback, Request  # noqa: E402
 
 from pipeline.agents.spawn import prefix_share  # noqa: E402
-from pipeline.runs.events import Spawned, events_of  # noqa: E402
+from pipeline.runs.event_log import events_of  # noqa: E402
+from pipeline.runs.events import Spawned  # noqa: E402
 
 STAGE = {"design-author": 0, "readability-auditor": 1, "absorption-check": 1, "comprehension-review": 2}
 DESIGNLOOP = [sys.executable, "-m", "pipeline.cli"]

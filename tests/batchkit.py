@@ -18,7 +18,8 @@ from pipeline.agents.session import SessionOptions
 from pipeline.fleet.batch import Batch, BatchOptions, BatchRunner
 from pipeline.formats.kinds import PHASE1
 from pipeline.graph.deps import RunDeps
-from pipeline.runs.events import Event, read_events
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Event
 from pipeline.runs.store import LocalStore, RunStore
 
 OPEN_GATE = "\n### 2026-12-01 — NEEDS REVISION\n- [ ] blocker: the refill rate per route is not decided.\n"

@@ -15,7 +15,8 @@ from graphkit import PASS, finding, go, long_design, returns, start, writes
 from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import Spawned, events_of
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Spawned
 
 
 def spawns(run_dir: Path, role: str) -> list[Spawned]:

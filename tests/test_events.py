@@ -11,21 +11,9 @@ import pytest
 
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
-from pipeline.runs.events import (
-    EVENTS,
-    ColdReadCheck,
-    DualCleanCheck,
-    EventLog,
-    Finished,
-    OtherCheck,
-    RawEvent,
-    RoundStarted,
-    Spawned,
-    Started,
-    Stopped,
-    events_of,
-    read_events,
-)
+from pipeline.runs.check_events import ColdReadCheck, DualCleanCheck, OtherCheck
+from pipeline.runs.event_log import EVENTS, EventLog, events_of, read_events
+from pipeline.runs.events import Finished, RawEvent, RoundStarted, Spawned, Started, Stopped
 from pipeline.runs.views import replay
 
 

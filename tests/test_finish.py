@@ -19,7 +19,8 @@ from pipeline.errors import ExitCode
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import Finished, events_of
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Finished
 
 
 def _killed_run(tmp_path: Path, node: str, when: str) -> tuple[DesignDir, Path, str]:

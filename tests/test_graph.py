@@ -17,17 +17,9 @@ from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition_for
 from pipeline.formats.stamp import has_stamp
 from pipeline.offline.engines import offline_model
-from pipeline.runs.events import (
-    DualCleanCheck,
-    MechanicalCheck,
-    RoundStarted,
-    SliceSkipped,
-    Spawned,
-    Stopped,
-    Warmed,
-    events_of,
-    read_events,
-)
+from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck
+from pipeline.runs.event_log import events_of, read_events
+from pipeline.runs.events import RoundStarted, SliceSkipped, Spawned, Stopped, Warmed
 from pipeline.runs.views import replay
 
 

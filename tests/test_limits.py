@@ -24,7 +24,8 @@ from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import execute
 from pipeline.offline.driver import engine_model
 from pipeline.offline.observe import Observations
-from pipeline.runs.events import Stopped, events_of
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Stopped
 from pipeline.runs.setup import load_run
 from pipeline.settings import Limits
 

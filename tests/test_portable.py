@@ -17,7 +17,8 @@ from graphkit import go, start
 
 from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
-from pipeline.runs.events import Spawned, Started, read_events
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Spawned, Started
 from pipeline.settings import CHECKPOINTS
 
 

@@ -13,7 +13,8 @@ from graphkit import go, start
 
 from pipeline.errors import ExitCode
 from pipeline.formats.database import check_database
-from pipeline.runs.events import EventLog, RoundStarted
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import RoundStarted
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:

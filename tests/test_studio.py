@@ -12,7 +12,8 @@ from langgraph.types import Command
 
 from pipeline.formats.review_log import parse_entries
 from pipeline.graph.studio import StudioContext, build_studio_graph, graph
-from pipeline.runs.events import Finished, events_of
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Finished
 
 
 def test_the_application_takes_its_directory_and_model_as_context() -> None:

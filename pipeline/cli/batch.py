@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pipeline.agents.session import SessionOptions
     from pipeline.errors import ExitCode
     from pipeline.fleet.batch import Batch, Row
-    from pipeline.runs.events import BaseEvent
+    from pipeline.runs.event_fields import BaseEvent
 
 batch_app = typer.Typer(
     name="batch",

@@ -12,16 +12,9 @@ from rich.text import Text
 
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind
-from pipeline.runs.events import (
-    BaseEvent,
-    CheckEvent,
-    DualCleanCheck,
-    Finished,
-    Paused,
-    RoundStarted,
-    SliceSkipped,
-    Spawned,
-)
+from pipeline.runs.check_events import CheckEvent, DualCleanCheck
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.events import Finished, Paused, RoundStarted, SliceSkipped, Spawned
 
 
 @dataclass(slots=True)

@@ -41,7 +41,8 @@ from pipeline.fleet.rows import (
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.result import RunResult
 from pipeline.graph.runner import execute
-from pipeline.runs.events import BaseEvent, RoundStarted, Spawned, Started
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.events import RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable

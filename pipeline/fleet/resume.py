@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 
 from pipeline.fleet.rows import FINISHED
 from pipeline.graph.result import RunResult
-from pipeline.runs.events import EventLog, OutputsRecorded
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import OutputsRecorded
 from pipeline.runs.fingerprint import outputs_digest
 from pipeline.runs.lock import RunLock, holder_for
 from pipeline.runs.records import NotResumable

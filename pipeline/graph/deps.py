@@ -26,7 +26,8 @@ from pipeline.formats.kinds import Kind, Role, is_role
 from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
-from pipeline.runs.events import EventLog, Spawned, Wrote
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.runs.snapshot import snapshot_reader
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings

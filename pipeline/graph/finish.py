@@ -35,7 +35,8 @@ from pipeline.graph.state import (
     RunStateBase,
 )
 from pipeline.graph.withhold import withheld_section, withhold_log_words
-from pipeline.runs.events import Finished, ReviewLogged, Stopped, VerdictCheck
+from pipeline.runs.check_events import VerdictCheck
+from pipeline.runs.events import Finished, ReviewLogged, Stopped
 from pipeline.runs.snapshot import snapshot_files
 
 OUTCOME_LINE: dict[RunVerdict, str] = {

@@ -28,17 +28,9 @@ from pipeline.graph.edit.build import build_edit_graph
 from pipeline.graph.edit.state import EditState
 from pipeline.graph.result import RunResult, exit_code_for
 from pipeline.graph.watch import watched
-from pipeline.runs.events import (
-    EventLog,
-    Finished,
-    Listener,
-    Paused,
-    RunStarted,
-    Spent,
-    Started,
-    Stopped,
-    read_events,
-)
+from pipeline.runs.event_fields import Spent
+from pipeline.runs.event_log import EventLog, Listener, read_events
+from pipeline.runs.events import Finished, Paused, RunStarted, Started, Stopped
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run

@@ -16,7 +16,8 @@ from pathlib import Path
 from pipeline.agents.confine import LogWords, normalise
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import MutationEntry
-from pipeline.runs.events import ReviewLogged, events_of
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import ReviewLogged
 
 MARK = "[…]"
 

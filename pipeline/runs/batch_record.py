@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.errors import InputError
-from pipeline.runs.events import Cost
+from pipeline.runs.event_fields import Cost
 
 
 class RowRecord(BaseModel):

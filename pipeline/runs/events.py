@@ -1,100 +1,25 @@
-"""Run records: runs/<run-id>/events.jsonl, append-only, and the typed events it holds.
+"""What a run records as it goes: one typed event per thing that happened, each a line of
+runs/<run-id>/events.jsonl (runs.event_log writes and reads the file).
 
-Every line is one event: a time, the writer's pid, and a ``type`` that names one of the models
-below (a ``check`` event names its check as well). ``EventLog.emit`` takes a model and writes it
-as one JSON line; ``read_events`` reads the lines back through one ``TypeAdapter`` of the
-discriminated union, so every view (status, runs, report, a batch's rows, the live view,
-resume) reads attributes that mypy checks, never ``event.get("...")``. A line of a type this
-designloop does not know (a log written by another version) is kept as it is, a ``RawEvent``;
-a field a newer version added has a default, so an older log stays readable. A line that
-names a known type but does not hold its fields is damage, named by its file and line.
+Every event has a time, the writer's pid, and a ``type`` that names one of the models below (a
+``check`` event names its check as well: runs.check_events). ``Event`` is the union of them all,
+discriminated on ``type``, read through one ``TypeAdapter``, so every view (status, runs,
+report, a batch's rows, the live view, resume) reads attributes that mypy checks, never
+``event.get("...")``. An event of a type this designloop does not know (a log written by
+another version) is kept as it is, a ``RawEvent``; a field a newer version added has a
+default, so an older log stays readable.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import errno
-import json
-import os
-import threading
-from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-)
+from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
-from pipeline.errors import InputError
-from pipeline.formats.findings import Finding
-from pipeline.formats.kinds import Kind, Role, RunVerdict, Status, Target
-from pipeline.formats.space import FULL, out_of_space
-
-EVENTS = "events.jsonl"
-
-
-def _cost(value: object) -> object:
-    """US dollars as written: a decimal string (an older log may hold a number, or nothing)."""
-    if value is None or value == "":
-        return Decimal(0)
-    if isinstance(value, float | int):
-        return Decimal(str(value))
-    return value
-
-
-Cost = Annotated[Decimal, BeforeValidator(_cost)]
-"""Every cost in the log, parsed one way: a ``Decimal``, written as its string."""
-
-
-def _findings(value: object) -> object:
-    """The findings of an older log that still read as today's Finding (the rest are left out)."""
-    if not isinstance(value, list):
-        return value
-    kept = []
-    for item in value:
-        try:
-            kept.append(Finding.model_validate(item))
-        except ValidationError:
-            continue
-    return kept
-
-
-Findings = Annotated[list[Finding], BeforeValidator(_findings)]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
-class BaseEvent(BaseModel):
-    """What every line holds: when, which process, what happened."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    time: str = Field(default_factory=_now)
-    pid: int = Field(default_factory=os.getpid)
-
-
-class Spent(BaseModel):
-    """Usage as a stop records it (agents.usage.Usage.to_json)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cost_usd: Cost = Decimal(0)
-    calls: int = 0
-    cache_hits: int = 0
+from pipeline.formats.kinds import Kind, Role, RunVerdict, Status
+from pipeline.runs.check_events import AnyCheck
+from pipeline.runs.event_fields import RAW, BaseEvent, Cost, Findings, Spent, field_of
 
 
 class RunStarted(BaseEvent):
@@ -103,7 +28,7 @@ class RunStarted(BaseEvent):
     type: Literal["run_start"] = "run_start"
     run_kind: Kind
     directory: str
-    models: dict[str, str] = {}
+    models: dict[str, str] = Field(default_factory=dict)
 
 
 class Started(BaseEvent):
@@ -137,8 +62,8 @@ class Spawned(BaseEvent):
     params: str = ""
     """The params file, relative to the repository root."""
     error: str | None = None
-    refusals: list[str] = []
-    reads: list[str] = []
+    refusals: list[str] = Field(default_factory=list)
+    reads: list[str] = Field(default_factory=list)
     started: str = ""
     warmup_wait: float | None = None
     """For an auditor of a fan-out: the seconds it waited for the first spawn's first answer."""
@@ -160,95 +85,6 @@ class Warmed(BaseEvent):
     round: int = 0
 
 
-class CheckEvent(BaseEvent):
-    type: Literal["check"] = "check"
-    round: int = 0
-
-    def details(self) -> dict[str, Any]:
-        """The check's own fields (what the live view and ``status --json`` show)."""
-        return self.model_dump(mode="json", exclude={"time", "pid", "type"})
-
-
-class MechanicalCheck(CheckEvent):
-    check: Literal["mechanical"] = "mechanical"
-    findings: int = 0
-    blockers: int = 0
-    target: Target | None = None
-    scope: str | None = None
-    found: Findings = []
-
-
-class DualCleanCheck(CheckEvent):
-    """Step 6's evaluation of a round's per-round pair."""
-
-    check: Literal["dual-clean"] = "dual-clean"
-    clean: bool = False
-    auditor: int = 0
-    second: int = 0
-    inconclusive: list[str] = []
-    prefix_share: float = 1.0
-    found: Findings = []
-
-
-class ComprehensionCheck(CheckEvent):
-    """The creation kinds' comprehension gate."""
-
-    check: Literal["comprehension"] = "comprehension"
-    verdict: str = ""
-    findings: int = 0
-    found: Findings = []
-
-
-class ColdReadCheck(CheckEvent):
-    """An interactive kind's cold read, named by its role."""
-
-    check: Literal["comprehension-review", "readability-auditor"]
-    verdict: str = ""
-    findings: int = 0
-
-
-class GateCheck(CheckEvent):
-    """The S3 gate found the research log's adversarial gate resolved."""
-
-    check: Literal["s3-gate"] = "s3-gate"
-    state: str = ""
-
-
-class ScopeCheck(CheckEvent):
-    """An interactive kind's cold-read scope (Step 2)."""
-
-    check: Literal["scope"] = "scope"
-    cold_read: str = ""
-    sections: list[str] = []
-    escalated: bool = False
-    target: Target | None = None
-
-
-class MergedCheck(CheckEvent):
-    """An interactive kind's round, merged (Step 5)."""
-
-    check: Literal["merged"] = "merged"
-    open: int = 0
-    inconclusive: list[str] = []
-    findings: Findings = []
-
-
-class VerdictCheck(CheckEvent):
-    """Step 6: the verdict the finish is about to record."""
-
-    check: Literal["outcome"] = "outcome"
-    outcome: RunVerdict
-    remaining: int = 0
-
-
-class OtherCheck(CheckEvent):
-    """A check this designloop does not know (a log written by another version), as it is."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    check: str
-
-
 class Stamped(BaseEvent):
     """The workflow-sha stamp on line 1 of a document (Step 1)."""
 
@@ -265,7 +101,7 @@ class Stamped(BaseEvent):
 class Settled(BaseEvent):
     type: Literal["settled"] = "settled"
     round: int
-    sections: list[str] = []
+    sections: list[str] = Field(default_factory=list)
 
 
 class Surfaced(BaseEvent):
@@ -284,7 +120,7 @@ class ReviewLogged(BaseEvent):
     type: Literal["review_log"] = "review_log"
     entry: int
     appended: bool = True
-    withheld: list[str] = []
+    withheld: list[str] = Field(default_factory=list)
     """The entry's lines as they were before the research log's words were withheld."""
 
 
@@ -296,14 +132,14 @@ class Finished(BaseEvent):
     line: str = ""
     rounds: int = 0
     review_log_entry: int | None = None
-    findings: Findings = []
+    findings: Findings = Field(default_factory=list)
 
 
 class Wrote(BaseEvent):
     """The documents the run writes, as they are now (SHA-256 by repository-relative path)."""
 
     type: Literal["wrote"] = "wrote"
-    files: dict[str, str | None] = {}
+    files: dict[str, str | None] = Field(default_factory=dict)
 
 
 class Stopped(BaseEvent):
@@ -338,7 +174,7 @@ class OutputsRecorded(BaseEvent):
 
 class EditApplied(BaseEvent):
     type: Literal["edit_applied"] = "edit_applied"
-    files: list[str] = []
+    files: list[str] = Field(default_factory=list)
 
 
 class SyncSuggested(BaseEvent):
@@ -364,40 +200,6 @@ class RawEvent(BaseEvent):
     type: str
 
 
-RAW = "raw"
-CHECKS: dict[str, str] = {
-    "mechanical": "mechanical",
-    "dual-clean": "dual-clean",
-    "comprehension": "comprehension",
-    "comprehension-review": "cold-read",
-    "readability-auditor": "cold-read",
-    "s3-gate": "s3-gate",
-    "scope": "scope",
-    "merged": "merged",
-    "outcome": "outcome",
-}
-
-
-def _field(value: object, name: str) -> object:
-    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
-
-
-def _check_tag(value: object) -> str:
-    return CHECKS.get(str(_field(value, "check")), RAW)
-
-
-AnyCheck = Annotated[
-    Annotated[MechanicalCheck, Tag("mechanical")]
-    | Annotated[DualCleanCheck, Tag("dual-clean")]
-    | Annotated[ComprehensionCheck, Tag("comprehension")]
-    | Annotated[ColdReadCheck, Tag("cold-read")]
-    | Annotated[GateCheck, Tag("s3-gate")]
-    | Annotated[ScopeCheck, Tag("scope")]
-    | Annotated[MergedCheck, Tag("merged")]
-    | Annotated[VerdictCheck, Tag("outcome")]
-    | Annotated[OtherCheck, Tag(RAW)],
-    Discriminator(_check_tag),
-]
 TYPES: dict[str, str] = {
     "run_start": "run_start",
     "start": "start",
@@ -424,7 +226,7 @@ TYPES: dict[str, str] = {
 
 
 def _type_tag(value: object) -> str:
-    return TYPES.get(str(_field(value, "type")), RAW)
+    return TYPES.get(str(field_of(value, "type")), RAW)
 
 
 Event = Annotated[
@@ -453,118 +255,8 @@ Event = Annotated[
 ]
 """Any line of the log."""
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
-Listener = Callable[[BaseEvent], None]
-E = TypeVar("E", bound=BaseEvent)
-
-
-def to_line(event: BaseEvent) -> bytes:
-    return (json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n").encode()
-
-
-class EventLog:
-    """Appends events to a run's events.jsonl; each event is one write of one whole line."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.path = run_dir / EVENTS
-        self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
-        run_dir.mkdir(parents=True, exist_ok=True)
-
-    def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def emit(self, event: E) -> E:
-        """Write ``event`` (its time is the moment of writing), then tell every listener."""
-        event = event.model_copy(update={"time": _now(), "pid": os.getpid()})
-        line = to_line(event)
-        with self._lock:
-            fd = os.open(  # 0o666 less the umask, as any other program's file
-                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666
-            )
-            try:
-                _append(fd, line, self.path)
-            finally:
-                os.close(fd)
-        for listener in self._listeners:
-            listener(event)
-        return event
-
-    def recorded(self, kind: type[BaseEvent]) -> bool:
-        """Whether an event of ``kind`` is already in the log (a finish records its outcome once)."""
-        return self.path.exists() and any(isinstance(e, kind) for e in read_events(self.run_dir))
-
-
-def _append(fd: int, line: bytes, path: Path) -> None:
-    """One write of one line (O_APPEND keeps concurrent lines whole); a line the disk had no room
-    for is taken back whole, so the log never ends in half an event."""
-    end = os.lseek(fd, 0, os.SEEK_END)
-    try:
-        if os.write(fd, line) != len(line):
-            raise OSError(errno.ENOSPC, "the line was cut short", str(path))
-        os.fsync(fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, end)
-        if exc.errno in FULL:
-            raise out_of_space(path, len(line)) from exc
-        raise
-
-
-def damaged_line(path: Path, line: int, what: str) -> InputError:
-    return InputError(
-        f"the run's event log is damaged: {what}",
-        file=path,
-        line=line,
-        hint="each line is one JSON event object; delete or repair that line (a copy of the file "
-        "keeps the original), then run the command again",
-    )
 
 
 def parse_event(data: object) -> Event:
     """One event from its JSON data (a line of the log, or a row of a shared store)."""
     return EVENT.validate_python(data)
-
-
-def numbered_events(run_dir: Path) -> list[tuple[int, Event]]:
-    """The events with their line numbers. A last line cut off by a kill (no newline) is dropped."""
-    path = run_dir / EVENTS
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(
-            "the run has no event log", file=path, hint="designloop runs lists the runs it can show"
-        ) from None
-    except OSError as exc:
-        raise InputError(
-            f"the run's event log could not be read: {exc.strerror}", file=path, hint="fix its permissions"
-        ) from None
-    lines = data.split(b"\n")
-    events: list[tuple[int, Event]] = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if number == len(lines):
-                break  # the file does not end with a newline: a line cut off by a kill
-            raise damaged_line(path, number, f"not a JSON line ({type(exc).__name__})") from None
-        if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            raise damaged_line(path, number, "not an event object with a type")
-        try:
-            events.append((number, parse_event(value)))
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"][1:]) or "?"
-            raise damaged_line(path, number, f"{value['type']} event: {where}: {error['msg']}") from None
-    return events
-
-
-def read_events(run_dir: Path) -> list[Event]:
-    return [event for _, event in numbered_events(run_dir)]
-
-
-def events_of(run_dir: Path, kind: type[E]) -> list[E]:
-    """The events of one type, in order."""
-    return [e for e in read_events(run_dir) if isinstance(e, kind)]

@@ -35,16 +35,9 @@ from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
 from pipeline.runs.batch_record import BatchRecord, parse_batch
-from pipeline.runs.events import (
-    EVENTS,
-    BaseEvent,
-    Finished,
-    Listener,
-    Paused,
-    Stopped,
-    parse_event,
-    read_events,
-)
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.event_log import EVENTS, Listener, read_events
+from pipeline.runs.events import Finished, Paused, Stopped, parse_event
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle

@@ -16,16 +16,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.formats.findings import Finding
-from pipeline.runs.events import (
-    ComprehensionCheck,
-    DualCleanCheck,
-    Finished,
-    MechanicalCheck,
-    RoundStarted,
-    Settled,
-    Spawned,
-    read_events,
-)
+from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Finished, RoundStarted, Settled, Spawned
 
 SEVERITIES = ("blocker", "should-fix", "suggestion")
 COLOURS = {"blocker": "#c0392b", "should-fix": "#e67e22", "suggestion": "#95a5a6"}

@@ -25,7 +25,8 @@ from pipeline.formats.review_log import parse_entries
 from pipeline.formats.space import space_error
 from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
-from pipeline.runs.events import EventLog, RunStarted
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import RunStarted
 from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,

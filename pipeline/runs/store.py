@@ -27,7 +27,8 @@ from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
 from pipeline.runs.batch_record import BatchRecord, parse_batch
-from pipeline.runs.events import EVENTS, BaseEvent, EventLog, Listener
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord

@@ -11,9 +11,9 @@ from typing import Any, Literal
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind, Role, Status
+from pipeline.runs.check_events import CheckEvent
+from pipeline.runs.event_log import EVENTS, numbered_events
 from pipeline.runs.events import (
-    EVENTS,
-    CheckEvent,
     Discarded,
     Event,
     Finished,
@@ -27,7 +27,6 @@ from pipeline.runs.events import (
     Started,
     Stopped,
     Wrote,
-    numbered_events,
 )
 from pipeline.runs.lock import Holder, run_lock
 from pipeline.runs.records import locate, read_record

@@ -28,7 +28,7 @@ from pipeline.graph.create.state import (
 )
 from pipeline.graph.deps import RunContext, RunDeps
 from pipeline.graph.state import RoleReport
-from pipeline.runs.events import ComprehensionCheck, GateCheck
+from pipeline.runs.check_events import ComprehensionCheck, GateCheck
 from pipeline.runs.events import Surfaced as SurfacedEvent
 
 

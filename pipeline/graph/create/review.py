@@ -37,7 +37,8 @@ from pipeline.graph.create.state import (
 )
 from pipeline.graph.deps import RunContext, RunDeps
 from pipeline.graph.state import RoleReport
-from pipeline.runs.events import DualCleanCheck, MechanicalCheck, Settled, SliceSkipped, Stopped, Warmed
+from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck
+from pipeline.runs.events import Settled, SliceSkipped, Stopped, Warmed
 
 
 def step3_mechanical_checks(state: RunState, runtime: RunContext) -> Update:

@@ -20,7 +20,8 @@ from pipeline.graph.deps import RunContext, RunDeps
 from pipeline.graph.edit.apply import spawn_editor, sync_stale
 from pipeline.graph.edit.state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
 from pipeline.graph.state import RoleReport
-from pipeline.runs.events import ColdReadCheck, Fixed, MechanicalCheck, MergedCheck, ScopeCheck
+from pipeline.runs.check_events import ColdReadCheck, MechanicalCheck, MergedCheck, ScopeCheck
+from pipeline.runs.events import Fixed
 
 ColdReader = Literal["comprehension-review", "readability-auditor"]
 COMPREHENSION: ColdReader = "comprehension-review"
