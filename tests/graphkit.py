@@ -13,7 +13,7 @@ from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.offline.driver import engine_model
 from pipeline.offline.observe import Observations
-from pipeline.runs.setup import prepare_run
+from pipeline.runs.setup import plan_run, start_run
 
 Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
 PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
@@ -76,7 +76,7 @@ def long_design(flag_word: str | None = None, sections: int = 14) -> str:
 
 
 def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool = False) -> Path:
-    return prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup).run_dir
+    return start_run(plan_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup)).run_dir
 
 
 def go(

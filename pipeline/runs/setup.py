@@ -222,18 +222,6 @@ def appear_whole(run_dir: Path, fill: Callable[[Path], None]) -> None:
         raise
 
 
-def prepare_run(
-    kind: CreationKind,
-    directory: Path,
-    options: SessionOptions,
-    warmup: bool,
-    code_root: Path | None = None,
-    fail_on: FailOn = "blocker",
-) -> OpenRun:
-    """Check the inputs, then write run.json and the before-snapshot."""
-    return start_run(plan_run(kind, directory, options, warmup, code_root, fail_on))
-
-
 def resume_options(
     record: RunRecord,
     run_dir: Path,
