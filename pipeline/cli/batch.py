@@ -126,15 +126,15 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     runs = runs_dir_of(flags.runs_dir)
     store = open_store(flags.store, runs)
     options = BatchOptions(
-        kind,
-        session,
-        flags.jobs,
-        not flags.no_warmup,
-        failing,
-        flags.wait,
-        flags.batch_budget,
-        cost,
-        (target,) if target is not None else (),
+        kind=kind,
+        session=session,
+        jobs=flags.jobs,
+        warmup=not flags.no_warmup,
+        fail_on=failing,
+        wait=flags.wait,
+        batch_tokens=flags.batch_budget,
+        batch_cost=cost,
+        outputs=(target,) if target is not None else (),
         force=flags.force,
     )
     live = not flags.as_json and sys.stdout.isatty()

@@ -108,12 +108,12 @@ class SessionFlags:
         from pipeline.agents.session import SessionOptions
 
         return SessionOptions(
-            self.model,
-            tuple(self.role_model or ()),
-            self.base_url,
-            self.budget,
-            self.max_cost,
-            runs_dir_of(self.runs_dir),
+            model=self.model,
+            role_models=tuple(self.role_model or ()),
+            base_url=self.base_url,
+            budget_tokens=self.budget,
+            max_cost=self.max_cost,
+            runs_dir=runs_dir_of(self.runs_dir),
             max_requests=self.max_requests,
         )
 

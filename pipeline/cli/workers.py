@@ -65,7 +65,9 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
     check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
     opened = _pg_store(flags.store, flags.runs_dir)
     try:
-        options = BatchOptions(kind, session, 1, not flags.no_warmup, failing)
+        options = BatchOptions(
+            kind=kind, session=session, jobs=1, warmup=not flags.no_warmup, fail_on=failing
+        )
         batch = asyncio.run(enqueue(options, opened, dirs))
     finally:
         opened.close()
