@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,9 +33,11 @@ from pipeline.cli.options import (
 from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from pipeline.agents.session import SessionOptions
     from pipeline.errors import ExitCode
-    from pipeline.fleet.batch import Batch, Row
+    from pipeline.fleet.batch import Batch, BatchRunner, Row
     from pipeline.runs.event_fields import BaseEvent
 
 batch_app = typer.Typer(
@@ -74,7 +76,7 @@ def _cells(row: Row) -> list[str]:
     ]
 
 
-def _table(batch: Batch) -> Any:
+def _table(batch: Batch) -> Table:
     from rich.table import Table
 
     table = Table(*COLUMNS, title=f"batch {batch.batch_id}")
@@ -191,7 +193,7 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     return batch.exit_code
 
 
-def _with_live(runner: Any, dirs: list[Path]) -> Batch:
+def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
     from rich.live import Live
 
     with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:

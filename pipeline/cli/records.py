@@ -4,15 +4,18 @@ from their event logs."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, RunsOpt, StoreOpt, open_store
 
+if TYPE_CHECKING:
+    from pipeline.errors import InputError
 
-def _warn(error: Any) -> None:
+
+def _warn(error: InputError) -> None:
     typer.echo(f"designloop: warning: skipped a damaged run: {error.render()}", err=True)
 
 

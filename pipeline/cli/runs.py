@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -39,6 +39,7 @@ from pipeline.formats.kinds import DESIGN_SYNC, PHASE1, PHASE4, CreationKind
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from pipeline.graph.result import RunResult
     from pipeline.runs.lock import Holder, RunLock
     from pipeline.runs.setup import OpenRun
     from pipeline.runs.store import RunStore
@@ -87,7 +88,7 @@ def run_and_report(run: OpenRun, resume: bool, as_json: bool, store: RunStore, l
     raise typer.Exit(int(result.exit_code))
 
 
-def _present(run_dir: Path, result: Any) -> None:
+def _present(run_dir: Path, result: RunResult) -> None:
     from rich.console import Console
 
     console = Console()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,6 +30,9 @@ from pipeline.cli.options import (
 )
 from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 
+if TYPE_CHECKING:
+    from pipeline.runs.pg_store import PgStore
+
 enqueue_app = typer.Typer(
     name="enqueue",
     help="Queue create or final runs for the workers of a PostgreSQL store (docs/scale.md).",
@@ -38,17 +41,20 @@ enqueue_app = typer.Typer(
 app.add_typer(enqueue_app)
 
 
-def _pg_store(store: str | None, runs_dir: Path | None) -> Any:
+def _pg_store(store: str | None, runs_dir: Path | None) -> PgStore:
     from pipeline.errors import InputError
-    from pipeline.runs.address import store_url
-    from pipeline.runs.store import open_store
+    from pipeline.runs.address import require_postgres, store_url
 
-    if store_url(store) is None:
+    url = store_url(store)
+    if url is None:
         raise InputError(
             "the queue lives in a PostgreSQL store, and none is named",
             hint="pass --store postgresql://USER@HOST:PORT/DB or set DESIGNLOOP_STORE",
         )
-    return open_store(store, runs_dir_of(runs_dir))
+    require_postgres()
+    from pipeline.runs.pg_store import PgStore
+
+    return PgStore(url, runs_dir_of(runs_dir))
 
 
 def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
