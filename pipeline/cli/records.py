@@ -49,7 +49,7 @@ def status(
     from rich.table import Table
 
     console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind} {view.directory}")
+    console.print(f"[bold]{view.run_id}[/bold] {view.kind or '?'} {view.directory}")
     console.print(
         f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
@@ -98,7 +98,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
     for view in views:
         table.add_row(
             view.run_id,
-            view.kind,
+            view.kind or "?",
             view.state,
             str(view.round),
             view.outcome or "-",
