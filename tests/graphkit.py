@@ -10,12 +10,14 @@ from pipeline.agents.session import SessionOptions
 from pipeline.formats.contracts import AuthorOutput, ReviewOutput, Verdict
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding, Severity
+from pipeline.formats.kinds import CreationKind
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
-from pipeline.graph.runner import RunResult, execute
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute
 from pipeline.offline.driver import Engine, Output, engine_model
 from pipeline.offline.observe import Observations, required
-from pipeline.runs.setup import prepare_run
+from pipeline.runs.setup import plan_run, start_run
 
 PASS = ReviewOutput(verdict="PASS")
 
@@ -92,8 +94,8 @@ def long_design(flag_word: str | None = None, sections: int = 14) -> str:
     return "\n".join(out)
 
 
-def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool = False) -> Path:
-    return prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup).run_dir
+def start(d: DesignDir, tmp: Path, kind: CreationKind = "phase1-creation", warmup: bool = False) -> Path:
+    return start_run(plan_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup)).run_dir
 
 
 def go(

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipeline"
 # Lower layers never import higher ones. The root modules (errors, settings) are the floor.
-LAYERS = ["", "formats", "checks", "offline", "agents", "runs", "graph", "cli"]
+LAYERS = ["", "formats", "checks", "offline", "agents", "runs", "graph", "fleet", "cli"]
 
 
 def module_name(path: Path) -> str:
@@ -101,7 +101,9 @@ def test_there_are_no_import_cycles() -> None:
 def test_the_checker_sees_lazy_and_upward_imports(tmp_path: Path) -> None:
     """The test itself can fail: a function-level upward import is reported."""
     src = tmp_path / "mod.py"
-    src.write_text("def f():\n    from pipeline.graph.build import build_graph\n    return build_graph\n")
+    src.write_text(
+        "def f():\n    from pipeline.graph.create.build import build_graph\n    return build_graph\n"
+    )
     found = imports_of(src, "pipeline.formats.mod")
-    assert "pipeline.graph.build" in found
-    assert layer("pipeline.graph.build") > layer("pipeline.formats.mod")
+    assert "pipeline.graph.create.build" in found
+    assert layer("pipeline.graph.create.build") > layer("pipeline.formats.mod")

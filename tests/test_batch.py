@@ -16,6 +16,7 @@ from graphkit import finding, returns, review
 from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
+from pipeline.runs.events import RoundStarted, Spawned
 from pipeline.runs.lock import LOCK_NAME
 from pipeline.runs.views import read_view
 
@@ -37,7 +38,7 @@ def blocks_in(name: str) -> Any:
 
 
 def spawn_count(runs: Path) -> int:
-    return sum(e["type"] == "spawn" for e in all_events(runs))
+    return sum(isinstance(e, Spawned) for e in all_events(runs))
 
 
 def test_a_mix_of_outcomes_none_stops_the_others_and_the_exit_is_the_most_urgent(tmp_path: Path) -> None:
@@ -163,7 +164,7 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     seen: list[str] = []
 
     def progress(row: Any, event: Any) -> None:  # mid-run, status tells the resumed run is running
-        if event and event.get("type") == "round" and row.action == "resumed":
+        if isinstance(event, RoundStarted) and row.action == "resumed":
             seen.append(read_view(repo / "runs" / row.run_id).state)
 
     resumed = run_batch(repo, ["a", "b"], jobs=2, progress=progress)

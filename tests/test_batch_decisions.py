@@ -18,13 +18,14 @@ from batchkit import HeldLock, batch_repo, cli_json, open_gate, rows, run_batch
 
 from pipeline.cli.batch_sarif import batch_findings
 from pipeline.errors import ExitCode
+from pipeline.fleet.rows import Batch, Row
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.spawn_params import SpawnParams
-from pipeline.graph.batch_rows import Batch, Row
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
 from pipeline.offline.observe import Observations
+from pipeline.runs.events import RoundStarted
 from pipeline.runs.lock import Holder, RunLock
 from pipeline.runs.store import LocalStore
 from pipeline.runs.views import read_view
@@ -132,7 +133,7 @@ def test_a_run_that_cannot_be_resumed_is_replaced_and_status_shows_the_new_one_r
     states: list[str] = []
 
     def progress(row: Any, event: Any) -> None:
-        if event and event.get("type") == "round" and row.run_id and row.run_id != old:
+        if isinstance(event, RoundStarted) and row.run_id and row.run_id != old:
             states.append(read_view(repo / "runs" / row.run_id).state)
 
     batch = run_batch(repo, ["a"], progress=progress)

@@ -17,15 +17,16 @@ from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Spawned
 
 
-def spawns(run_dir: Path, role: str) -> list[dict[str, Any]]:
-    return [e for e in read_events(run_dir) if e["type"] == "spawn" and e["role"] == role]
+def spawns(run_dir: Path, role: str) -> list[Spawned]:
+    return [e for e in events_of(run_dir, Spawned) if e.role == role]
 
 
-def params_of(d: Any, spawn: dict[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((d.repo_root / spawn["params"]).read_text())
+def params_of(d: Any, spawn: Spawned) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((d.repo_root / spawn.params).read_text())
     return data
 
 
@@ -68,7 +69,7 @@ def test_mechanical_should_fix_findings_reach_the_author(tmp_path: Path) -> None
     }
     result = go(run_dir, models)
     assert result.state.outcome.verdict == "PASS" and result.state.round == 2
-    second = [s for s in spawns(run_dir, "design-author") if s["round"] == 2]
+    second = [s for s in spawns(run_dir, "design-author") if s.round == 2]
     flagged = params_of(d, second[0])["flagged_passages"]
     assert [f["rule"] for f in flagged] == ["dsc-reverse-ref"] and flagged[0]["severity"] == "should-fix"
     assert flagged[0]["line"] and "plan/track-1.md" in flagged[0]["quote"]

@@ -338,7 +338,7 @@ def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path)
     from pipeline.formats.edit_request import EditRequest
     from pipeline.graph.runner import execute
     from pipeline.offline.driver import engine_model
-    from pipeline.runs.edit_setup import prepare_edit
+    from pipeline.runs.setup import plan_edit, start_run
 
     d = stamped_repo(tmp_path)
     request = EditRequest(
@@ -347,7 +347,7 @@ def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path)
         old="idle tenants",
         new="idle tenants and routes",
     )
-    run = prepare_edit(request, d.root, SessionOptions(runs_dir=tmp_path / "runs"))
+    run = start_run(plan_edit(request, d.root, SessionOptions(runs_dir=tmp_path / "runs")))
     broken = returns(malformed("PASS", finding("cr-term-order", section="Overview")))
 
     def configure(deps: Any) -> None:

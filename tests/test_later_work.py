@@ -50,7 +50,9 @@ def test_create_refuses_to_overwrite_edits_logged_since_the_last_create(tmp_path
     code, out, _ = cli(["create", str(d.root), "--force"], runs)
     assert code == 0
     copy = out["kept"][d.rel(d.design)]
-    assert (d.repo_root / copy).read_bytes() == edited_bytes and copy.endswith(f"{out['run_id']}/before.md")
+    assert (d.repo_root / copy).read_bytes() == edited_bytes and copy.endswith(
+        f"{out['run_id']}/before/_workflow/design.md"
+    )
     assert "Mutation 2 (content-edit)" in out["overwrote"][0]
     text = run_cli(["create", str(d.root), "--runs-dir", str(runs)])  # people see it too
     assert text.code == 0  # no edit since the forced create: nothing to refuse

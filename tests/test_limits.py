@@ -26,7 +26,8 @@ from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import execute
 from pipeline.offline.driver import engine_model
 from pipeline.offline.observe import Observations, required
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Stopped
 from pipeline.runs.setup import load_run
 from pipeline.settings import Limits
 
@@ -65,8 +66,8 @@ def test_the_request_limit_is_its_own_stop_and_a_resume_can_raise_it(tmp_path: P
     status = run_cli(["status", run_dir.name, "--runs-dir", str(tmp_path / "runs"), "--json"])
     view = json.loads(status.out)
     assert view["state"] == "stopped" and view["tokens"] > 0 and "request limit" in view["message"]
-    stopped = next(e for e in read_events(run_dir) if e["type"] == "stopped")
-    assert stopped["partial"]["total_tokens"] == view["tokens"]
+    stopped = events_of(run_dir, Stopped)[0]
+    assert stopped.partial is not None and stopped.partial.total_tokens == view["tokens"]
     # A resume with the same limit stops again; a raised one lets the run finish.
     assert go(run_dir, _models(30), resume=True).exit_code == ExitCode.BUDGET
 

@@ -18,7 +18,8 @@ from graphkit import go, start
 
 from pipeline.errors import ExitCode
 from pipeline.formats.review_log import parse_entries
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Spawned, Started
 from pipeline.settings import CHECKPOINTS
 
 
@@ -59,8 +60,8 @@ def test_a_run_resumes_from_a_copied_checkout_at_another_path(tmp_path: Path) ->
     assert len(entries) == 1
     # The resumed run did not start over: the author's spawn was not repeated.
     events = read_events(moved / "runs" / run_dir.name)
-    assert sum(e["type"] == "spawn" and e["role"] == "design-author" for e in events) == 1
-    assert [e["type"] for e in events].count("resume") == 1
+    assert sum(isinstance(e, Spawned) and e.role == "design-author" for e in events) == 1
+    assert sum(isinstance(e, Started) and e.type == "resume" for e in events) == 1
 
 
 def test_a_record_from_another_runs_directory_is_found_by_its_recorded_repository(tmp_path: Path) -> None:

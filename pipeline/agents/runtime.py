@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,12 +213,18 @@ class Runtime:
         return views
 
     async def spawn(
-        self, params: SpawnParams, design: DesignDir, index: int | None = None, reviews: Path | None = None
+        self,
+        params: SpawnParams,
+        design: DesignDir,
+        index: int | None = None,
+        reviews: Path | None = None,
+        first_answer: Callable[[], None] | None = None,
     ) -> RoleResult:
-        """Write the params file, confine the role's tools, run it: the spawn contract, once."""
+        """Write the params file, confine the role's tools, run it: the spawn contract, once.
+        ``first_answer`` is told when the spawn's first answer arrives."""
         spawn = prepare(self.roles[params.role], params, reviews or design.reviews, design.repo_root, index)
         ctx = self.tool_context(spawn, design.research_log, design.code_root, design.reviews)
-        return await self.run(spawn, ctx)
+        return await self.run(spawn, ctx, first_answer)
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role
@@ -232,7 +239,9 @@ class Runtime:
             name=role.name,
         )
 
-    async def run(self, spawn: Spawn, ctx: ToolContext) -> RoleResult:
+    async def run(
+        self, spawn: Spawn, ctx: ToolContext, first_answer: Callable[[], None] | None = None
+    ) -> RoleResult:
         """Run the spawn; on malformed output or a time-out re-run once, then report INCONCLUSIVE."""
         role = spawn.role
         spec = self.model_specs.get(role.name, OFFLINE)
@@ -244,7 +253,7 @@ class Runtime:
         first = ""
         for attempt in (1, 2):
             self.budget.check(self.ledger.total())
-            log = CallLog()
+            log = CallLog(first_answer=first_answer)
             attempt_token, recorder_token = ATTEMPT.set(attempt), RECORDER.set(log)
             try:
                 result = await self.agent_for(spawn).run(
@@ -274,6 +283,7 @@ class Runtime:
                 ATTEMPT.reset(attempt_token)
                 RECORDER.reset(recorder_token)
                 first = first or log.first_request or ""
+                first_answer = log.first_answer  # None once told
             self._record(usage, log, spawn)
             return RoleResult(
                 role.name,

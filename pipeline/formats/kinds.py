@@ -5,7 +5,7 @@ so a mistyped name is a type error, not a string nobody matches."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 Kind = Literal[
     "phase1-creation",
@@ -23,8 +23,6 @@ Kind = Literal[
 CreationKind = Literal["phase1-creation", "phase4-creation"]
 """The kinds that write a whole document from its sources (``create`` and ``final``)."""
 EditKind = Literal[
-    "mechanics-edit",
-    "design-sync",
     "content-edit",
     "section-add",
     "section-remove",
@@ -32,6 +30,8 @@ EditKind = Literal[
     "section-move",
     "structural-rewrite",
     "length-trigger-crossing",
+    "mechanics-edit",
+    "design-sync",
 ]
 """The interactive kinds (``designloop edit --kind``)."""
 
@@ -46,6 +46,15 @@ CREATION_KINDS: frozenset[Kind] = frozenset(get_args(CreationKind))
 EDIT_KINDS: tuple[EditKind, ...] = get_args(EditKind)
 """In the order the edit command lists them."""
 
+
+def is_edit_kind(value: str) -> TypeGuard[EditKind]:
+    return value in EDIT_KINDS
+
+
+def is_creation_kind(value: str) -> TypeGuard[CreationKind]:
+    return value in CREATION_KINDS
+
+
 Role = Literal[
     "design-author",
     "readability-auditor",
@@ -58,9 +67,17 @@ Role = Literal[
 """The roles (each defined by agents/<role>.md)."""
 ROLES: tuple[Role, ...] = get_args(Role)
 
+
+def is_role(value: str) -> TypeGuard[Role]:
+    return value in ROLES
+
+
 Target = Literal["design", "mechanics", "both"]
 """The document(s) a run writes or checks: design.md, its mechanics companion, or both."""
 TARGETS: tuple[Target, ...] = get_args(Target)
+
+RunVerdict = Literal["PASS", "BLOCKER REMAINS", "SHOULD-FIX REMAINS", "INCONCLUSIVE", "DECISION NEEDED"]
+"""How a run ended (the seed's Outcomes); not a gate entry's verdict (formats.research_log)."""
 
 Status = Literal["ok", "inconclusive"]
 """How a spawn ended: a valid output, or none after its one re-run (the seed's INCONCLUSIVE)."""

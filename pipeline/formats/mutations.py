@@ -9,24 +9,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from pipeline.errors import InputError
-from pipeline.formats.kinds import Target
+from pipeline.formats.kinds import EDIT_KINDS, Target
 from pipeline.settings import data_dir, load_toml
 from pipeline.validation import toml_locator, toml_name, validated
 
 ColdRead = Literal["bounded", "bounded-roadmap", "whole-doc", "none"]
 TargetRule = Literal["design", "mechanics", "both", "design-or-both"]
 Mode = Literal["working", "direct"]
-INTERACTIVE_KINDS = (
-    "content-edit",
-    "section-add",
-    "section-remove",
-    "section-rename",
-    "section-move",
-    "structural-rewrite",
-    "length-trigger-crossing",
-    "mechanics-edit",
-    "design-sync",
-)
+INTERACTIVE_KINDS = EDIT_KINDS
 
 
 @dataclass(frozen=True, slots=True)

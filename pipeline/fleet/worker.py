@@ -31,9 +31,8 @@ from typing import Any
 import psycopg
 
 from pipeline.agents.cache import InFlight
-from pipeline.formats.job import JobPayload
-from pipeline.graph.batch_rows import (
-    FINISHED,
+from pipeline.fleet.resume import carry_on, start_new
+from pipeline.fleet.rows import (
     Batch,
     BatchOptions,
     Row,
@@ -41,11 +40,13 @@ from pipeline.graph.batch_rows import (
     latest_runs,
     new_batch_id,
     plan_row,
-    record_outputs,
-    start_new,
     unfinished,
 )
-from pipeline.graph.runner import execute
+from pipeline.formats.job import JobPayload
+from pipeline.formats.kinds import is_creation_kind
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute as execute_run
+from pipeline.runs.events import Stopped
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
@@ -212,28 +213,29 @@ class Worker:
             budget, cost, fail_on = job.budget_tokens, job.max_cost, job.fail_on
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
             run = load_run(run_dir, budget, cost, fail_on, repo=self.repo)
-            run.session.runtime.inflight = self.inflight
-            # A run that stops on bad input records why and raises: the job is held as failed.
-            try:
-                result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
-            except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
-                run = self._anew(run, exc, lock, budget, cost)
+
+            async def execute(run: OpenRun, resume: bool) -> RunResult:
                 run.session.runtime.inflight = self.inflight
-                result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
-            state = result.state
-            if state is not None and state.outcome is not None and state.outcome.verdict in FINISHED:
-                record_outputs(self.store, run)
+                return await execute_run(run, resume=resume, store=self.store, saver=saver, lock=lock)
+
+            def anew(old: OpenRun, exc: NotResumable) -> OpenRun:
+                return self._anew(old, exc, lock, budget, cost)
+
+            # A run that stops on bad input records why and raises: the job is held as failed.
+            await carry_on(self.store, run, True, execute, anew)
         finally:
             await asyncio.to_thread(lock.release)
 
     def _anew(self, run: OpenRun, exc: NotResumable, lock: RunLock, budget: Any, cost: Any) -> OpenRun:
         """A new run on the directory of a run that cannot be resumed, with its options."""
         record = run.record
+        if not is_creation_kind(record.kind):  # only creation runs are queued
+            raise exc
         options = resume_options(record, run.run_dir, budget, cost)
         plan = plan_run(
             record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
         )
         new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
-        emit(self.store, run.run_dir, "stopped", message=message)
+        emit(self.store, run.run_dir, Stopped(message=message))
         return new
