@@ -22,7 +22,7 @@ from pipeline.cli.app import (
     StoreOpt,
     app,
 )
-from pipeline.cli.runs import FailOnOpt, ForceOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
+from pipeline.cli.runs import ApproveOpt, FailOnOpt, ForceOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
 
 if TYPE_CHECKING:
     from pipeline.errors import ExitCode
@@ -114,6 +114,7 @@ def _run_batch(
     sarif: Path | None = None,
     force: bool = False,
     max_requests: int | None = None,
+    approve: bool = False,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -138,7 +139,17 @@ def _run_batch(
     store = open_store(store_url, runs)
     outputs = (target,) if target is not None else ()
     options = BatchOptions(
-        kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost, outputs, force=force
+        kind,
+        session,
+        jobs,
+        not no_warmup,
+        failing,
+        wait,
+        batch_budget,
+        cost,
+        outputs,
+        force=force,
+        approve_if_ready=approve,
     )
     live = not as_json and sys.stdout.isatty()
     try:
@@ -227,6 +238,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         sarif: SarifOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         _run_batch(
             kind,
@@ -248,6 +260,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             sarif,
             force,
             max_requests,
+            approve_if_ready,
         )
 
     command.__doc__ = doc
@@ -257,9 +270,11 @@ def _register(name: str, kind: str, doc: str) -> None:
 EXITS = """
     Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
-    0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
-    alone as edited since its last run. A directory whose last run finished on unchanged inputs
-    is skipped with that outcome reported again; --force runs every directory.
+    6 --approve-if-ready refused the approval of a run that exited 0, then 0 every directory
+    PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left alone as edited since
+    its last run. A directory whose last run finished on unchanged inputs is skipped with that
+    outcome reported again (--approve-if-ready approves runs of this batch only); --force runs
+    every directory.
     """
 _register(
     "create",

@@ -20,7 +20,7 @@ from pipeline.cli.app import (
     RunsOpt,
     app,
 )
-from pipeline.cli.runs import WaitOpt
+from pipeline.cli.runs import ApproveOpt, WaitOpt
 from pipeline.errors import InputError
 
 if TYPE_CHECKING:
@@ -78,11 +78,18 @@ def edit(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     max_requests: RequestsOpt = None,
+    approve_if_ready: ApproveOpt = False,
+    unfreeze: Annotated[
+        bool,
+        typer.Option("--unfreeze", help="edit design.md or its companion although phase 4 froze them"),
+    ] = False,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
 
     Exit 0 PASS (or should-fix findings left, with a warning), 1 blockers remain (or should-fix
-    under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget.
+    under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget,
+    6 refused: design-final.md exists (the design is frozen; --unfreeze), or --approve-if-ready
+    refused the approval of a PASS.
     """
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
@@ -125,6 +132,7 @@ def edit(
         max_requests=max_requests,
     )
     target = resolve(directory) or directory
+    _frozen(target, request.kind, unfreeze, as_json)
     run_id = new_edit_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
@@ -132,4 +140,20 @@ def edit(
         run = prepare_edit(request, target, options, chooser, run_id)
         if not as_json:
             typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json, store, lock)
+        _execute(run, False, as_json, store, lock, approve_if_ready)
+
+
+def _frozen(target: Path, kind: str, unfreeze: bool, as_json: bool) -> None:
+    """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so."""
+    import json
+
+    from pipeline.errors import TransitionRefused
+    from pipeline.formats.design_dir import open_design_dir
+    from pipeline.runs.lifecycle import refuse_frozen
+
+    try:
+        refuse_frozen(open_design_dir(target), kind, unfreeze)
+    except TransitionRefused as exc:
+        if as_json:
+            typer.echo(json.dumps({"error": exc.to_json()}, indent=2))
+        raise

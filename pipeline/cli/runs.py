@@ -61,6 +61,14 @@ WaitOpt = Annotated[
 CodeRootOpt = Annotated[
     Path | None, typer.Option("--code-root", help="where the code the design describes lives")
 ]
+ApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approve-if-ready",
+        help="accept the revision the run leaves in the same invocation, only when every condition "
+        "holds (docs/lifecycle.md); the run's outcome stands either way",
+    ),
+]
 ForceOpt = Annotated[
     bool,
     typer.Option(
@@ -107,9 +115,13 @@ def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> Abstra
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
-    """Run under ``lock`` (held by the caller): a run that loses it stops (graph.watch)."""
+def _execute(
+    run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock, approve: bool = False
+) -> None:
+    """Run under ``lock`` (held by the caller): a run that loses it stops (graph.watch). With
+    ``approve`` (--approve-if-ready), accept what the run left, still under the lock."""
     from pipeline.graph.runner import execute
+    from pipeline.runs.lifecycle import approve_if_ready
 
     if not as_json and sys.stdout.isatty():
         from pipeline.cli.live import LiveView
@@ -118,14 +130,21 @@ def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: R
             result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
         result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
+    approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
+    code = result.exit_code
+    if approval is not None and approval.refused is not None and code == ExitCode.OK:
+        code = ExitCode.REFUSED  # the outcome stands; the exit says the approval was refused
     if as_json:
         kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
-        typer.echo(json.dumps(result.to_json() | kept, indent=2, default=str))
+        extra = {"approval": approval.to_json()} if approval is not None else {}
+        typer.echo(json.dumps(result.to_json() | kept | extra, indent=2, default=str))
     else:
         _present(run.run_dir, result)
         for file, copy in run.record.kept.items():
             typer.echo(f"the overwritten {file} is kept at {copy}")
-    raise typer.Exit(int(result.exit_code))
+        if approval is not None:
+            typer.echo(approval.line())
+    raise typer.Exit(int(code))
 
 
 def _present(run_dir: Path, result: Any) -> None:
@@ -169,6 +188,7 @@ def _start(
     store_url: str | None = None,
     force: bool = False,
     max_requests: int | None = None,
+    approve: bool = False,
 ) -> None:
     from pipeline.agents.session import SessionOptions
     from pipeline.cli.fast import resolve
@@ -200,7 +220,7 @@ def _start(
             store.register(run.run_dir)
             if not as_json:
                 typer.echo(f"run {run.run_id}", err=True)
-            _execute(run, False, as_json, store, lock)
+            _execute(run, False, as_json, store, lock, approve)
     finally:
         store.close()
 
@@ -222,6 +242,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         store: StoreOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         _start(
             kind,
@@ -240,6 +261,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             store,
             force,
             max_requests,
+            approve_if_ready,
         )
 
     command.__doc__ = doc
@@ -278,6 +300,7 @@ def resume(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     max_requests: RequestsOpt = None,
+    approve_if_ready: ApproveOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     from pipeline.agents.session import check_budget, check_requests, parse_cost
@@ -297,7 +320,7 @@ def resume(
         with _locked(runs, directory, run_id, wait) as lock:
             refuse_discarded(runs.view(run_id))
             run = load_run(runs.run_dir(run_id), budget, max_cost, failing, max_requests=max_requests)
-            _execute(run, True, as_json, runs, lock)
+            _execute(run, True, as_json, runs, lock, approve_if_ready)
     finally:
         runs.close()
 

@@ -44,6 +44,7 @@ from pipeline.graph.batch_rows import (
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import RunResult, execute
 from pipeline.runs.fingerprint import Fingerprints
+from pipeline.runs.lifecycle import approve_if_ready
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
 from pipeline.runs.setup import OpenRun, RunPlan, load_run
@@ -177,7 +178,12 @@ class BatchRunner:
                     ) + f"overwrote later work, kept {kept}"
             else:
                 row.outcome = "PAUSED" if result.paused else "STOPPED"
-            self._end(row, row.action, result.exit_code, row.message or result.message)
+            code = result.exit_code
+            if self.options.approve_if_ready:  # under the lock the run held
+                approval = approve_if_ready(design, self.store, run.run_id, lock, "batch")
+                row.approval = approval.to_json()
+                code = ExitCode.REFUSED if approval.refused is not None and code == ExitCode.OK else code
+            self._end(row, row.action, code, row.message or result.message)
         except DesignloopError as exc:
             action = "bad" if isinstance(exc, InputError) else row.action if row.run_id else "failed"
             self._end(row, action, exc.exit_code, exc.render())
@@ -247,6 +253,7 @@ class BatchRunner:
             store=self.store,
             saver=saver,
             lock=lock,
+            requested_by="batch",
         )
 
     def _end(self, row: Row, action: str, code: ExitCode, message: str | None) -> None:

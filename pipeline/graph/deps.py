@@ -23,6 +23,7 @@ from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import file_digests, written_files
+from pipeline.runs.revisions import RevisionStore
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
 
@@ -43,6 +44,10 @@ class RunDeps:
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
+    revisions: RevisionStore | None = None
+    """The run store's revisions (None: the local store of the run's runs directory)."""
+    requested_by: str = "cli"
+    """Who asked for the run: cli, batch, worker or studio (recorded with each revision)."""
 
     def warms_up(self, role: str) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""
@@ -143,6 +148,7 @@ def studio_deps(configurable: dict[str, Any]) -> RunDeps | None:
         session = open_session(design.repo_root, SessionOptions(model=configurable.get("model")))
         run_dir = session.runs_dir / f"studio-{configurable.get('thread_id', 'run')}"
         _STUDIO[key] = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
+        _STUDIO[key].requested_by = "studio"
     return _STUDIO[key]
 
 

@@ -16,6 +16,7 @@ from pipeline.graph import story
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState, EditUpdate
 from pipeline.graph.entry import describe_diff, real_diff
+from pipeline.graph.lifecycle import record_revisions
 from pipeline.graph.state import BLOCKER_REMAINS, INCONCLUSIVE, PASS, SHOULD_FIX_REMAINS, FileDiff, Outcome
 from pipeline.graph.withhold import withheld_section, withhold_log_words
 from pipeline.graph.wrapup import OUTCOME_LINE, record_outcome
@@ -163,6 +164,7 @@ def step7_review_log(state: EditState, config: RunnableConfig) -> EditUpdate:
     blocks = story.entry_blocks(state, state.outcome.remaining)
     if blocks:
         entry.extra += ["", *blocks] if entry.extra else blocks
+    record_revisions(deps, state, entry)
     entry, withheld = withhold_log_words(d, entry)
     deps.fence()
     result = append_entry(d.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)

@@ -225,11 +225,15 @@ class Worker:
             run.session.runtime.inflight = self.inflight
             # A run that stops on bad input records why and raises: the job is held as failed.
             try:
-                result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
+                result = await execute(
+                    run, resume=True, store=self.store, saver=saver, lock=lock, requested_by="worker"
+                )
             except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
                 run = self._anew(run, exc, lock, budget, cost)
                 run.session.runtime.inflight = self.inflight
-                result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
+                result = await execute(
+                    run, resume=False, store=self.store, saver=saver, lock=lock, requested_by="worker"
+                )
             state = result.state
             if state is not None and state.outcome is not None and state.outcome.verdict in FINISHED:
                 record_outputs(self.store, run)

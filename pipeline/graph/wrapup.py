@@ -19,6 +19,7 @@ from pipeline.graph.author import fingerprint
 from pipeline.graph.deps import RunDeps, deps_of
 from pipeline.graph.edit_state import EditState
 from pipeline.graph.gate import companions, decision_shaped
+from pipeline.graph.lifecycle import record_revisions
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -186,6 +187,7 @@ def step7_review_log(state: RunState, config: RunnableConfig) -> Update:
         wrote=deps.left(state.kind),
         extra=story.entry_blocks(state, left),
     )
+    record_revisions(deps, state, log_entry)
     log_entry, withheld = withhold_log_words(deps.design, log_entry)
     deps.fence()
     result = append_entry(deps.design.mutations, log_entry, run_id=state.run_id, lock_dir=deps.locks)

@@ -9,7 +9,8 @@ saver's tables (checkpoints, blobs, writes, migrations), the queue's tables
 * ``events``: every event of every run, in order;
 * ``cache``: the model-call cache, keyed like the local one;
 * ``holders``: who holds a design directory's lock (the lock itself is an advisory lock);
-* ``batches``: the record of each batch, for ``report --batch``.
+* ``batches``: the record of each batch, for ``report --batch``;
+* ``revisions``: each revision of a design document with its bytes (``pipeline.runs.pg_revisions``).
 
 A process that works on a run keeps a local copy of its run directory under its runs
 directory (the nodes read and write files there); the store is the copy every machine sees:
@@ -36,6 +37,8 @@ from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
 from pipeline.runs.events import EVENTS, read_events
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
+from pipeline.runs.pg_revisions import TABLE as REVISIONS_TABLE
+from pipeline.runs.pg_revisions import PgRevisions
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
 
@@ -57,6 +60,7 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS holders (key text PRIMARY KEY, holder jsonb NOT NULL)",
     """CREATE TABLE IF NOT EXISTS batches (
          batch_id text PRIMARY KEY, created timestamptz NOT NULL DEFAULT now(), data jsonb NOT NULL)""",
+    REVISIONS_TABLE,
 )
 Saver = BaseCheckpointSaver[Any]
 
@@ -308,3 +312,8 @@ class PgStore:
             )
         data: dict[str, Any] = row[0]
         return data
+
+    # -- revisions ---------------------------------------------------------------------
+
+    def revisions(self) -> PgRevisions:
+        return PgRevisions(self)

@@ -51,6 +51,9 @@ class RunView:
     when the run last recorded it (at its finish, pause, stop or discard)."""
     findings: list[dict[str, Any]] = field(default_factory=list)
     """What remained at the finish (each finding's fields, formats.findings.Finding)."""
+    revisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The revision the run recorded of each document (number, sha256, path); none in runs
+    recorded before revisions were."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,7 @@ class RunView:
             "cost_usd": round(self.cost, 6),
             "cache_hits": self.cache_hits,
             "message": self.message,
+            "revisions": self.revisions,
             "spawns": [asdict(s) for s in self.spawns.values()],
             "checks": self.checks,
         }
@@ -129,6 +133,8 @@ def apply(view: RunView, event: dict[str, Any]) -> None:
         view.wrote.update(event.get("files") or {})
     elif kind == "discarded":
         view.state, view.message = "discarded", event.get("message")
+    elif kind == "revision":
+        view.revisions = dict(event.get("files") or {})
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
