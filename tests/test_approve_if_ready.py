@@ -142,3 +142,20 @@ def test_batch_approve_if_ready_approves_each_pass_and_names_each_refusal(tmp_pa
     assert revision.requested_by == "batch" and revision.number == record.number == 1
     assert not (repo / "docs" / "adr" / "b" / NAME).exists()
     assert batch.to_json()["directories"][0]["approval"]["approved"] is True
+
+
+def test_an_approvals_file_that_cannot_take_the_approval_stops_the_run_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    (d.root / NAME).symlink_to(d.research_log)
+    code, out, err = dl(["create", str(d.root), "--approve-if-ready"], runs)
+    assert code == 2 and "design-approvals.md" in err and "symbolic link" in err and out == {}
+    assert not d.design.exists() and not d.mutations.exists() and not runs.exists()
+    (d.root / NAME).unlink()
+    (d.root / NAME).write_text("# Approvals\n\n## yesterday — accepted — design r1\n")
+    code, _, err = dl(
+        ["edit", str(d.root), "--kind", "content-edit", "--old", "a", "--new", "b", "--approve-if-ready"],
+        runs,
+    )
+    assert code == 2 and f"{NAME}:3: malformed approvals file" in err

@@ -128,6 +128,8 @@ def test_a_fresh_clone_without_runs_knows_which_design_is_accepted_by_whom_and_w
     assert design_doc["accepted"]["run_id"] == run["run_id"]
     code, shown, _ = text(["status", str(c.root)], fresh_runs)
     assert f"by {ACTOR}" in shown and "evidence: run " + run["run_id"] in shown
+    assert dl(["ready", str(c.root)], fresh_runs)[0] == 1
+    assert not fresh_runs.exists()  # status and ready read; they write nothing, not even runs/
 
     assert dl(["approve", str(c.root)], fresh_runs)[0] == 0  # from the review log alone
     assert dl(["ready", str(c.root)], fresh_runs)[0] == 0

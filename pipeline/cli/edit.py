@@ -132,7 +132,7 @@ def edit(
         max_requests=max_requests,
     )
     target = resolve(directory) or directory
-    _frozen(target, request.kind, unfreeze, as_json)
+    _frozen(target, request.kind, unfreeze, approve_if_ready, as_json)
     run_id = new_edit_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
@@ -143,16 +143,20 @@ def edit(
         _execute(run, False, as_json, store, lock, approve_if_ready)
 
 
-def _frozen(target: Path, kind: str, unfreeze: bool, as_json: bool) -> None:
-    """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so."""
+def _frozen(target: Path, kind: str, unfreeze: bool, approve: bool, as_json: bool) -> None:
+    """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so; with
+    --approve-if-ready, an approvals file that cannot take the approval is bad input now."""
     import json
 
     from pipeline.errors import TransitionRefused
     from pipeline.formats.design_dir import open_design_dir
-    from pipeline.runs.lifecycle import refuse_frozen
+    from pipeline.runs.lifecycle import check_approvals, refuse_frozen
 
+    design = open_design_dir(target)
+    if approve:
+        check_approvals(design)
     try:
-        refuse_frozen(open_design_dir(target), kind, unfreeze)
+        refuse_frozen(design, kind, unfreeze)
     except TransitionRefused as exc:
         if as_json:
             typer.echo(json.dumps({"error": exc.to_json()}, indent=2))

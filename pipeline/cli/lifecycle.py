@@ -45,7 +45,13 @@ def _refused(exc: TransitionRefused, as_json: bool) -> TransitionRefused:
 
 
 def _transition(
-    action: str, directory: Path, file: str | None, why: str | None, runs: Any, url: Any, as_json: bool
+    action: str,
+    directory: Path,
+    file: str | None,
+    why: str | None,
+    runs: Path | None,
+    url: str | None,
+    as_json: bool,
 ) -> None:
     from pipeline.runs.lifecycle import request, transition
     from pipeline.runs.lifecycle_read import revision_stores

@@ -140,8 +140,8 @@ def _states(views: list[Any], store: Any) -> dict[str, list[dict[str, Any]]]:
     for view in views:
         if not view.revisions:
             continue
-        if view.directory not in known:
-            known[view.directory] = revision_states(view.directory, store)
+        if view.directory not in known:  # one look per directory
+            known[view.directory] = revision_states(store, view.run_id)
         table = known[view.directory]
         out[view.run_id] = [
             {

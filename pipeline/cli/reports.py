@@ -67,7 +67,7 @@ def _run_report(run_dir: Path, out: Path | None, store: RunStore) -> list[Path]:
 
     data = load_report(run_dir)
     if data.revisions:  # each revision's state, as this checkout's approvals file tells it
-        states = revision_states(data.directory, store)
+        states = revision_states(store, run_dir.name)
         data.states = {
             file: states[file, int(rev.get("number", 0))]
             for file, rev in data.revisions.items()

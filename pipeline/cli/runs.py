@@ -131,9 +131,8 @@ def _execute(
     else:
         result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
     approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
-    code = result.exit_code
-    if approval is not None and approval.refused is not None and code == ExitCode.OK:
-        code = ExitCode.REFUSED  # the outcome stands; the exit says the approval was refused
+    # The outcome stands; a run that exited 0 exits as its refused approval does (6, or 2).
+    code = approval.exit_code(result.exit_code) if approval is not None else result.exit_code
     if as_json:
         kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
         extra = {"approval": approval.to_json()} if approval is not None else {}
@@ -208,6 +207,10 @@ def _start(
     root = resolve(code_root) if code_root else None
     target = resolve(directory) or directory
     plan = plan_run(kind, target, options, not no_warmup, root.resolve() if root else None, failing)
+    if approve:
+        from pipeline.runs.lifecycle import check_approvals
+
+        check_approvals(plan.design)
     store = open_store(store_url, runs_dir)
     try:
         with _locked(store, plan.design.root, plan.run_id, wait) as lock:
@@ -320,6 +323,10 @@ def resume(
         with _locked(runs, directory, run_id, wait) as lock:
             refuse_discarded(runs.view(run_id))
             run = load_run(runs.run_dir(run_id), budget, max_cost, failing, max_requests=max_requests)
+            if approve_if_ready:
+                from pipeline.runs.lifecycle import check_approvals
+
+                check_approvals(run.design)
             _execute(run, True, as_json, runs, lock, approve_if_ready)
     finally:
         runs.close()

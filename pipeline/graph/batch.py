@@ -182,7 +182,7 @@ class BatchRunner:
             if self.options.approve_if_ready:  # under the lock the run held
                 approval = approve_if_ready(design, self.store, run.run_id, lock, "batch")
                 row.approval = approval.to_json()
-                code = ExitCode.REFUSED if approval.refused is not None and code == ExitCode.OK else code
+                code = approval.exit_code(code)
             self._end(row, row.action, code, row.message or result.message)
         except DesignloopError as exc:
             action = "bad" if isinstance(exc, InputError) else row.action if row.run_id else "failed"

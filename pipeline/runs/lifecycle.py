@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pipeline.errors import TransitionRefused
-from pipeline.formats.approvals import NAME, Approval, append_approvals
+from pipeline.errors import DesignloopError, ExitCode, InputError, TransitionRefused
+from pipeline.formats.approvals import NAME, Approval, append_approvals, parse_approvals
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.revisions import FILES, REQUESTERS, Revision, basename
+from pipeline.formats.textio import check_write_target
 from pipeline.runs.lifecycle_read import Directory, open_findings, revision_stores, stage_files
 from pipeline.runs.lock import LockLost, RunLock, RunLocked, holder_for
 from pipeline.runs.revisions import RevisionStore, actor
@@ -291,6 +292,14 @@ def approve_run(
     return done
 
 
+def check_approvals(design: DesignDir) -> None:
+    """Before a run that will approve what it leaves (--approve-if-ready): its approvals file can
+    be appended to (it parses; it is no symbolic link), so bad input stops the run before it starts."""
+    path = design.root / NAME
+    check_write_target(path)
+    parse_approvals(path)
+
+
 def refuse_frozen(design: DesignDir, kind: str, unfreeze: bool) -> None:
     """An interactive kind on a design phase 4 has finalised is refused unless asked for."""
     if kind in CREATION_KINDS or unfreeze or not design.final.exists():
@@ -308,7 +317,13 @@ class Approved:
     """What ``--approve-if-ready`` did: the approval made, or why it was refused."""
 
     done: Done | None = None
-    refused: TransitionRefused | None = None
+    refused: DesignloopError | None = None
+    """A named refusal (TransitionRefused), or bad input met on the way (an approvals file that
+    does not parse or is a link: exit 2)."""
+
+    def exit_code(self, run: ExitCode) -> ExitCode:
+        """The invocation's exit: the run's own, unless the run exited 0 and the approval failed."""
+        return self.refused.exit_code if self.refused is not None and run == ExitCode.OK else run
 
     def to_json(self) -> dict[str, object]:
         if self.refused is not None:
@@ -318,7 +333,7 @@ class Approved:
 
     def line(self) -> str:
         if self.refused is not None:
-            return f"not approved: {self.refused.message}"
+            return f"not approved: {self.refused.render()}"
         assert self.done is not None
         if not self.done.records:
             return "approved already: nothing to record"
@@ -335,5 +350,5 @@ def approve_if_ready(
     """``--approve-if-ready`` after a run: its outcome stands whatever the approval's."""
     try:
         return Approved(done=approve_run(design, revision_stores(store), run_id, lock, requested_by))
-    except TransitionRefused as exc:
+    except (TransitionRefused, InputError) as exc:
         return Approved(refused=exc)

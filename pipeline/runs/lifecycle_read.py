@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import InputError
@@ -76,15 +75,15 @@ def revision_stores(store: RunStore) -> list[RevisionStore]:
     return found
 
 
-def revision_states(directory: str, store: RunStore) -> dict[tuple[str, int], str]:
-    """The state of every revision of a design directory (its path relative to the repository
-    root) in this checkout; empty when the checkout does not hold it."""
+def revision_states(store: RunStore, run_id: str) -> dict[tuple[str, int], str]:
+    """The state of every revision of a run's design directory, as this checkout (the one the
+    run is found in: runs.records.locate) tells it; empty when it does not hold the directory."""
     from pipeline.formats.design_dir import open_design_dir
-    from pipeline.settings import repo_root
+    from pipeline.runs.records import locate
 
-    root = Path(directory) if Path(directory).is_absolute() else repo_root() / directory
     try:
-        d = Directory.read(open_design_dir(root), revision_stores(store))
+        _, directory, _ = locate(store.record(run_id), store.runs_dir / run_id)
+        d = Directory.read(open_design_dir(directory), revision_stores(store))
     except InputError:
         return {}
     out: dict[tuple[str, int], str] = {}

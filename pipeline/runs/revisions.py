@@ -22,6 +22,7 @@ from typing import Protocol
 
 from pipeline.formats.database import check_database, sqlite_failure
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.review_log import log_revisions, parse_entries
 from pipeline.formats.revisions import Finalised, Revision, merge
 from pipeline.runs.fingerprint import Fingerprints, input_files
@@ -200,7 +201,9 @@ def input_digests(design: DesignDir, kind: str, prints: Fingerprints) -> dict[st
     batch fingerprint reads, grouped, and the code under the code root as the code index walks it
     (each a SHA-256 cut to INPUT_DIGEST hex digits). ``prints`` digests each code root once."""
     groups: dict[str, list[Path]] = {}
-    for path in input_files(design, kind):
+    # Phase 4 reads the frozen design; phase 1 and the edits read the research log and the plan
+    # (an edit's own document is what it changes, not what it read).
+    for path in input_files(design, PHASE4 if kind == PHASE4 else PHASE1):
         if path == design.research_log:
             name = "research-log"
         elif path.name == "designloop.toml":
