@@ -38,13 +38,12 @@ class Directory:
     """A design directory's lifecycle as it is now: its revisions and its approvals."""
 
     design: DesignDir
-    stores: Sequence[RevisionStore]
     revisions: list[Revision] = field(default_factory=list)
     approvals: list[Approval] = field(default_factory=list)
 
     @staticmethod
     def read(design: DesignDir, stores: Sequence[RevisionStore]) -> Directory:
-        return Directory(design, stores, history(design, stores), parse_approvals(design.root / NAME))
+        return Directory(design, history(design, stores), parse_approvals(design.root / NAME))
 
     def current(self, file: str) -> Revision | None:
         return latest(self.revisions, file)

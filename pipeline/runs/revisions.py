@@ -13,7 +13,9 @@ import contextlib
 import getpass
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -190,10 +192,24 @@ def latest(revisions: Sequence[Revision], file: str) -> Revision | None:
 
 
 def digest(path: Path) -> str | None:
+    """A document's SHA-256; None when it does not exist. Anything but a regular file (a FIFO
+    or a device in its place is never waited on) is ``not-a-file``, a file that cannot be read
+    ``unreadable:<errno>``: no revision is either."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    except OSError as exc:  # a permission taken away: no revision matches it either
+        return f"unreadable:{exc.errno}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not-a-file"
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 2**20):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def input_digests(design: DesignDir, kind: str, prints: Fingerprints) -> dict[str, str]:
