@@ -105,12 +105,6 @@ class TransitionRefused(DesignloopError):
         return {**super().to_json(), "name": self.name}
 
 
-class GateOpen(DesignloopError):
-    """The research log's adversarial gate is open or has never run."""
-
-    exit_code = ExitCode.GATE_PAUSED
-
-
 def first_line(exc: BaseException, default: str | None = None) -> str:
     """The first line of an exception's message (a driver's message runs on for lines); when it
     has none, ``default``, else the exception's type."""

@@ -133,8 +133,10 @@ def test_batch_approve_if_ready_approves_each_pass_and_names_each_refusal(tmp_pa
     open_batch_gate(repo / "docs" / "adr" / "b")
     batch = run_batch(repo, ["a", "b"], approve_if_ready=True)
     rows = {Path(r.directory).name: r for r in batch.rows}
-    assert (rows["a"].outcome, rows["a"].exit_code, rows["a"].approval["approved"]) == ("PASS", 0, True)
-    assert rows["b"].outcome == "PAUSED" and rows["b"].approval["error"]["name"] == "no-current-revision"
+    a, b = rows["a"].approval, rows["b"].approval
+    assert a is not None and b is not None
+    assert (rows["a"].outcome, rows["a"].exit_code, a["approved"]) == ("PASS", 0, True)
+    assert rows["b"].outcome == "PAUSED" and b["error"]["name"] == "no-current-revision"
     assert rows["b"].exit_code == 3
     [record] = parse_approvals(repo / "docs" / "adr" / "a" / NAME)
     assert (record.requested_by, record.actor) == ("batch", actor)

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from conftest import run_cli
@@ -20,7 +21,7 @@ from pipeline.formats.approvals import NAME, parse_approvals
 from pipeline.formats.design_dir import open_design_dir
 
 
-def pg(args: list[str], runs: Path, url: str) -> tuple[int, dict[str, object], str]:
+def pg(args: list[str], runs: Path, url: str) -> tuple[int, dict[str, Any], str]:
     done = run_cli([*args, "--runs-dir", str(runs), "--store", url, "--json"])
     return done.code, json.loads(done.out) if done.out.strip() else {}, done.err
 

@@ -9,28 +9,31 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import (
+from pipeline.cli.app import app
+from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BudgetOpt,
     CostOpt,
+    EditFlags,
     JsonOpt,
     ModelOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
-    app,
+    UnfreezeOpt,
+    WaitOpt,
+    parse_fail_on,
+    runs_dir_of,
 )
-from pipeline.cli.runs import ApproveOpt, WaitOpt
 from pipeline.errors import InputError
+from pipeline.formats.kinds import EDIT_KINDS, is_edit_kind
 
 if TYPE_CHECKING:
-    from pipeline.formats.edit_request import Choice
+    from pipeline.formats.edit_request import Choice, EditRequest
     from pipeline.formats.staleness import StaleQuestion
 
-KINDS = (
-    "content-edit, section-add, section-remove, section-rename, section-move, structural-rewrite, "
-    "length-trigger-crossing, mechanics-edit, design-sync"
-)
+KINDS = ", ".join(EDIT_KINDS)
 
 
 def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
@@ -79,10 +82,7 @@ def edit(
     as_json: JsonOpt = False,
     max_requests: RequestsOpt = None,
     approve_if_ready: ApproveOpt = False,
-    unfreeze: Annotated[
-        bool,
-        typer.Option("--unfreeze", help="edit design.md or its companion although phase 4 froze them"),
-    ] = False,
+    unfreeze: UnfreezeOpt = False,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
 
@@ -91,59 +91,91 @@ def edit(
     6 refused: design-final.md exists (the design is frozen; --unfreeze), or --approve-if-ready
     refused the approval of a PASS.
     """
-    from pipeline.agents.session import SessionOptions
-    from pipeline.cli.fast import resolve
-    from pipeline.cli.runs import _execute, _fail_on, _locked, runs_dir_of
-    from pipeline.formats.edit_request import EditRequest
-    from pipeline.formats.textio import read_text
-    from pipeline.runs.edit_setup import new_edit_id, prepare_edit
-    from pipeline.runs.store import LocalStore
-
-    choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
-    failing = _fail_on(fail_on) or "blocker"
-    text = None
-    if content is not None:
-        text = read_text(resolve(content) or content, what="--content file").text
-    request = EditRequest(
+    flags = EditFlags(
         kind=kind,
         section=section,
         old=old,
         new=new,
-        content=text,
-        content_file=str(content) if content is not None else None,
+        content=content,
         to=to,
         after=after,
         instruction=instruction,
-        fail_on=failing,
+        stale_choice=stale_choice,
+        fail_on=fail_on,
+        model=model,
+        role_model=role_model,
+        base_url=base_url,
+        budget=budget,
+        max_cost=max_cost,
+        runs_dir=runs_dir,
+        wait=wait,
+        as_json=as_json,
+        max_requests=max_requests,
+        approve_if_ready=approve_if_ready,
+        unfreeze=unfreeze,
     )
-    chooser: Callable[[StaleQuestion], Choice] | None = None
+    run_edit(directory, flags)
+
+
+def edit_request(flags: EditFlags) -> EditRequest:
+    """The edit the flags ask for (its form is validated when the run is planned)."""
+    from pipeline.cli.fast import resolve
+    from pipeline.formats.edit_request import EditRequest
+    from pipeline.formats.textio import read_text
+
+    if not is_edit_kind(flags.kind):
+        raise InputError(f"{flags.kind!r} is not an interactive mutation kind", hint=f"one of: {KINDS}")
+    text = None
+    if flags.content is not None:
+        text = read_text(resolve(flags.content) or flags.content, what="--content file").text
+    return EditRequest(
+        kind=flags.kind,
+        section=flags.section,
+        old=flags.old,
+        new=flags.new,
+        content=text,
+        content_file=str(flags.content) if flags.content is not None else None,
+        to=flags.to,
+        after=flags.after,
+        instruction=flags.instruction,
+        fail_on=parse_fail_on(flags.fail_on) or "blocker",
+    )
+
+
+def _chooser(flags: EditFlags) -> Callable[[StaleQuestion], Choice] | None:
+    """Who answers the staleness question: --stale-choice, else the person at the terminal."""
+    choice = _choice(flags.stale_choice, "--stale-choice", ("a", "b", "c"))
     if choice is not None:
         answer: Choice = "a" if choice == "a" else "b" if choice == "b" else "c"
-        chooser = lambda _question: answer  # noqa: E731
-    elif sys.stdin.isatty() and sys.stdout.isatty() and not as_json:
-        chooser = _ask
-    options = SessionOptions(
-        model,
-        tuple(role_model or ()),
-        base_url,
-        budget,
-        max_cost,
-        runs_dir_of(runs_dir),
-        max_requests=max_requests,
-    )
+        return lambda _question: answer
+    if sys.stdin.isatty() and sys.stdout.isatty() and not flags.as_json:
+        return _ask
+    return None
+
+
+def run_edit(directory: Path, flags: EditFlags) -> None:
+    """Take the directory's lock, validate the edit whole and start its run under it, run it."""
+    from pipeline.cli.fast import resolve
+    from pipeline.cli.runs import hold_directory, run_and_report
+    from pipeline.runs.setup import new_run_id, plan_edit, start_run
+    from pipeline.runs.store import LocalStore
+
+    request = edit_request(flags)
+    chooser = _chooser(flags)
+    options = flags.session()
     target = resolve(directory) or directory
-    _frozen(target, request.kind, unfreeze, approve_if_ready, as_json)
-    run_id = new_edit_id(request.kind)
+    run_id = new_run_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
-    with _locked(store, target.resolve(), run_id, wait) as lock:
-        run = prepare_edit(request, target, options, chooser, run_id)
-        if not as_json:
+    with hold_directory(store, target.resolve(), run_id, flags.wait) as lock:
+        _frozen(target, request.kind, flags)  # decided under the lock: no final run is under way
+        run = start_run(plan_edit(request, target, options, chooser, run_id))
+        if not flags.as_json:
             typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json, store, lock, approve_if_ready)
+        run_and_report(run, False, flags.as_json, store, lock, flags.approve_if_ready)
 
 
-def _frozen(target: Path, kind: str, unfreeze: bool, approve: bool, as_json: bool) -> None:
+def _frozen(target: Path, kind: str, flags: EditFlags) -> None:
     """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so; with
     --approve-if-ready, an approvals file that cannot take the approval is bad input now."""
     import json
@@ -153,11 +185,11 @@ def _frozen(target: Path, kind: str, unfreeze: bool, approve: bool, as_json: boo
     from pipeline.runs.lifecycle import check_approvals, refuse_frozen
 
     design = open_design_dir(target)
-    if approve:
+    if flags.approve_if_ready:
         check_approvals(design)
     try:
-        refuse_frozen(design, kind, unfreeze)
+        refuse_frozen(design, kind, flags.unfreeze)
     except TransitionRefused as exc:
-        if as_json:
+        if flags.as_json:
             typer.echo(json.dumps({"error": exc.to_json()}, indent=2))
         raise

@@ -9,26 +9,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import JsonOpt, RunsOpt, StoreOpt, app
-from pipeline.cli.runs import open_store
+from pipeline.cli.app import app
+from pipeline.cli.options import DirArg, DirsArg, DocFileOpt, JsonOpt, RunsOpt, StoreFlags, StoreOpt
 from pipeline.errors import ExitCode, InputError, TransitionRefused
 
 if TYPE_CHECKING:
     from pipeline.formats.design_dir import DesignDir
     from pipeline.runs.lifecycle import Done
-    from pipeline.runs.readiness import DirStatus
+    from pipeline.runs.readiness import Context, DirStatus
     from pipeline.runs.store import RunStore
-
-FileOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--file", help="design, mechanics, final or final-mechanics (default: the stage's documents)"
-    ),
-]
 
 
 def _design(directory: Path) -> DesignDir:
@@ -44,15 +37,7 @@ def _refused(exc: TransitionRefused, as_json: bool) -> TransitionRefused:
     return exc
 
 
-def _transition(
-    action: str,
-    directory: Path,
-    file: str | None,
-    why: str | None,
-    runs: Path | None,
-    url: str | None,
-    as_json: bool,
-) -> None:
+def _transition(action: str, directory: Path, file: str | None, why: str | None, flags: StoreFlags) -> None:
     from pipeline.runs.lifecycle import request, transition
     from pipeline.runs.lifecycle_read import revision_stores
     from pipeline.runs.records import portable
@@ -60,15 +45,15 @@ def _transition(
     try:
         req = request(action, file, why)
         design = _design(directory)
-        store = open_store(url, runs)
+        store = flags.open()
         try:
             lock = store.lock(design.root, portable(design.root, design.repo_root))
             done = transition(design, revision_stores(store), req, lock)
         finally:
             store.close()
     except TransitionRefused as exc:
-        raise _refused(exc, as_json) from None
-    if as_json:
+        raise _refused(exc, flags.as_json) from None
+    if flags.as_json:
         typer.echo(json.dumps(done.to_json(), indent=2))
         return
     _say_done(done)
@@ -88,8 +73,8 @@ def _say_done(done: Done) -> None:
 
 @app.command()
 def approve(
-    directory: Annotated[Path, typer.Argument(help="the design directory")],
-    file: FileOpt = None,
+    directory: DirArg,
+    file: DocFileOpt = None,
     why: Annotated[
         str | None, typer.Option("--why", help="(reject's option: refused here)", hidden=True)
     ] = None,
@@ -102,16 +87,16 @@ def approve(
     Only when: a revision exists, the file on disk is it, its run ended PASS, the research log's
     gate is resolved, and no run holds the directory. Exit 0 accepted, 6 refused (named), 2 bad input.
     """
-    _transition("approve", directory, file, why, runs_dir, store, as_json)
+    _transition("approve", directory, file, why, StoreFlags(runs_dir=runs_dir, store=store, as_json=as_json))
 
 
 @app.command()
 def reject(
-    directory: Annotated[Path, typer.Argument(help="the design directory")],
+    directory: DirArg,
     why: Annotated[
         str | None, typer.Option("--why", help="why the candidate is turned down (required)")
     ] = None,
-    file: FileOpt = None,
+    file: DocFileOpt = None,
     runs_dir: RunsOpt = None,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
@@ -120,10 +105,10 @@ def reject(
 
     Exit 0 rejected, 6 refused (named), 2 bad input.
     """
-    _transition("reject", directory, file, why, runs_dir, store, as_json)
+    _transition("reject", directory, file, why, StoreFlags(runs_dir=runs_dir, store=store, as_json=as_json))
 
 
-def directory_status(design: DesignDir, store: RunStore, ctx: Any) -> DirStatus:
+def directory_status(design: DesignDir, store: RunStore, ctx: Context) -> DirStatus:
     from pipeline.runs.lifecycle_read import revision_stores
     from pipeline.runs.readiness import directory_status as status_of
     from pipeline.runs.records import portable
@@ -198,7 +183,7 @@ def _sarif(statuses: list[DirStatus]) -> str:
 
 @app.command()
 def ready(
-    directories: Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")],
+    directories: DirsArg,
     sarif: Annotated[Path | None, typer.Option("--sarif", help="also write the gaps as SARIF 2.1.0")] = None,
     runs_dir: RunsOpt = None,
     store: StoreOpt = None,
@@ -206,6 +191,11 @@ def ready(
 ) -> None:
     """The CI gate: exit 0 when every matched directory's documents are accepted and current, 1
     listing each directory's gaps, 2 bad input."""
+    check_ready(directories, sarif, StoreFlags(runs_dir=runs_dir, store=store, as_json=as_json))
+
+
+def check_ready(directories: list[str], sarif: Path | None, flags: StoreFlags) -> None:
+    """Every matched directory's status, its gaps printed (and written as SARIF); exits 0 or 1."""
     from pipeline.cli.batch import _check_sarif
     from pipeline.formats.design_dir import expand_directories, open_design_dir
     from pipeline.formats.textio import atomic_write
@@ -213,7 +203,7 @@ def ready(
 
     target = _check_sarif(sarif)
     dirs = [open_design_dir(p) for p in expand_directories(directories, Path.cwd())]
-    opened = open_store(store, runs_dir)
+    opened = flags.open()
     try:
         ctx = Context(opened.runs_dir)
         statuses = [directory_status(d, opened, ctx) for d in dirs]
@@ -222,7 +212,7 @@ def ready(
     if target is not None:
         atomic_write(target, _sarif(statuses))
     everything = all(s.ready for s in statuses)
-    if as_json:
+    if flags.as_json:
         typer.echo(
             json.dumps({"ready": everything, "directories": [s.to_json() for s in statuses]}, indent=2)
         )
@@ -246,11 +236,11 @@ def _ready_line(status: DirStatus) -> list[str]:
 
 @app.command()
 def show(
-    directory: Annotated[Path, typer.Argument(help="the design directory")],
+    directory: DirArg,
     revision: Annotated[
         str, typer.Option("--revision", help="a revision number, accepted or current")
     ] = "accepted",
-    file: FileOpt = None,
+    file: DocFileOpt = None,
     runs_dir: RunsOpt = None,
     store: StoreOpt = None,
 ) -> None:
@@ -261,7 +251,7 @@ def show(
     check_file(file)
     design = _design(directory)
     name = file or stage(design)
-    opened = open_store(store, runs_dir)
+    opened = StoreFlags(runs_dir=runs_dir, store=store).open()
     try:
         data = find_bytes(design, revision_stores(opened), name, revision)
     finally:

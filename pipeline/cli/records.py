@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pipeline.cli.app import JsonOpt, RunsOpt, StoreOpt, app
-from pipeline.cli.runs import open_store
+from pipeline.cli.app import app
+from pipeline.cli.options import JsonOpt, RunsOpt, StoreOpt, open_store
+
+if TYPE_CHECKING:
+    from pipeline.errors import InputError
+    from pipeline.runs.store import RunStore
+    from pipeline.runs.views import RunView
 
 
-def _warn(error: Any) -> None:
+def _warn(error: InputError) -> None:
     typer.echo(f"designloop: warning: skipped a damaged run: {error.render()}", err=True)
 
 
@@ -66,7 +71,7 @@ def status(
     from rich.table import Table
 
     console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind} {view.directory}")
+    console.print(f"[bold]{view.run_id}[/bold] {view.kind or '?'} {view.directory}")
     console.print(
         f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
@@ -119,7 +124,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
         revision = ", ".join(f"{r['name']} r{r['number']} {r['state']}" for r in states.get(view.run_id, []))
         table.add_row(
             view.run_id,
-            view.kind,
+            view.kind or "?",
             view.state,
             str(view.round),
             view.outcome or "-",
@@ -130,7 +135,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
     Console().print(table)
 
 
-def _states(views: list[Any], store: Any) -> dict[str, list[dict[str, Any]]]:
+def _states(views: list[RunView], store: RunStore) -> dict[str, list[dict[str, Any]]]:
     """Each run's revisions with their state, as this checkout's design directories tell it (a
     directory not in this checkout: state unknown)."""
     from pipeline.runs.lifecycle_read import revision_states
@@ -146,10 +151,10 @@ def _states(views: list[Any], store: Any) -> dict[str, list[dict[str, Any]]]:
         out[view.run_id] = [
             {
                 "file": file,
-                "name": Path(str(rev.get("path", file))).name,
-                "number": rev.get("number"),
-                "sha256": rev.get("sha256"),
-                "state": table.get((file, int(rev.get("number", 0))), "unknown"),
+                "name": Path(rev.path or file).name,
+                "number": rev.number,
+                "sha256": rev.sha256,
+                "state": table.get((file, rev.number), "unknown"),
             }
             for file, rev in view.revisions.items()
         ]

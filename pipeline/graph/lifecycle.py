@@ -1,6 +1,6 @@
 """The finish's one lifecycle step: record the revisions a run leaves (docs/lifecycle.md).
 
-Every finish (the creation kinds' and the interactive edits') calls ``record_revisions`` right
+The one finish (graph.finish.log_entry, every kind's Step 7) calls ``record_revisions`` right
 before it appends its review-log entry, which then names each revision (a marker, and a
 ``**Revision**`` line) and, at phase 4, the design.md revision the run finalised. A finish run
 again after a crash finds the revisions it already recorded (one per run and document).
@@ -12,18 +12,18 @@ import datetime as dt
 import hashlib
 from dataclasses import replace
 
-from pipeline.formats.kinds import CREATION_KINDS, PHASE4
+from pipeline.formats.kinds import CREATION_KINDS, PHASE4, Kind
 from pipeline.formats.review_log import MutationEntry
 from pipeline.formats.revisions import Finalised, Revision, file_of
 from pipeline.graph.deps import RunDeps
-from pipeline.graph.edit_state import EditState
-from pipeline.graph.state import RunState
-from pipeline.runs.edit_setup import snapshot_reader
+from pipeline.graph.state import RunStateBase
+from pipeline.runs.events import RevisionRecorded, RevisionRef
 from pipeline.runs.fingerprint import Fingerprints, output_files
 from pipeline.runs.revisions import SqliteRevisions, actor, directory_of, history, input_digests, latest
+from pipeline.runs.snapshot import snapshot_reader
 
 
-def written(deps: RunDeps, kind: str) -> list[tuple[str, bytes]]:
+def written(deps: RunDeps, kind: Kind) -> list[tuple[str, bytes]]:
     """The documents the run leaves a revision of, with their bytes: every output of a creation
     kind that exists (the run wrote and reviewed it); the documents an edit changed."""
     d = deps.design
@@ -54,7 +54,7 @@ def finalised(deps: RunDeps, revisions: list[Revision]) -> Finalised | None:
     return Finalised(sha, current.number)
 
 
-def record_revisions(deps: RunDeps, state: RunState | EditState, entry: MutationEntry) -> None:
+def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -> None:
     """Record a revision of each document the run leaves (its bytes go to the run store) and
     name them, and at phase 4 the design.md finalised, in the review-log ``entry``."""
     assert state.outcome is not None
@@ -86,9 +86,10 @@ def record_revisions(deps: RunDeps, state: RunState | EditState, entry: Mutation
         recorded.append(store.add(directory_of(design), revision, data, floor))
     entry.revisions = recorded
     entry.finalised = final.describe() if final is not None else None
-    if not deps.events.recorded("revision"):
+    if not deps.events.recorded(RevisionRecorded):
         deps.events.emit(
-            "revision",
-            files={r.file: {"number": r.number, "sha256": r.sha256, "path": r.path} for r in recorded},
-            finalised=final.encode() if final is not None else None,
+            RevisionRecorded(
+                files={r.file: RevisionRef(number=r.number, sha256=r.sha256, path=r.path) for r in recorded},
+                finalised=final.encode() if final is not None else None,
+            )
         )
