@@ -54,6 +54,33 @@ def test_a_paused_run_leaves_no_revision_so_the_approval_stops_first(tmp_path: P
     assert not (d.root / NAME).exists()
 
 
+def test_a_paused_run_resumed_with_approve_if_ready_is_accepted_once_it_passes(
+    tmp_path: Path, actor: str
+) -> None:
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    open_gate(d)
+    code, paused, _ = dl(["create", str(d.root)], runs)
+    assert code == 3 and paused["outcome"] == "PAUSED"
+    d.research_log.write_text(d.research_log.read_text().replace("- [ ] blocker:", "- [x] blocker:"))
+    code, out, err = dl(["resume", paused["run_id"], "--approve-if-ready"], runs)
+    assert code == 0 and out["outcome"] == "PASS" and out["approval"]["approved"] is True, err
+    [record] = parse_approvals(d.root / NAME)
+    assert (record.file, record.number, record.run_id) == ("design", 1, paused["run_id"])
+
+
+def test_final_approve_if_ready_accepts_design_final_md(tmp_path: Path, actor: str) -> None:
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    assert dl(["create", str(d.root), "--approve-if-ready"], runs)[0] == 0
+    code, out, err = dl(["final", str(d.root), "--approve-if-ready"], runs)
+    assert code == 0 and out["outcome"] == "PASS" and out["approval"]["approved"] is True, err
+    records = parse_approvals(d.root / NAME)
+    assert [(r.file, r.number, r.run_id) for r in records] == [
+        ("design", 1, records[0].run_id),
+        ("final", 1, out["run_id"]),
+    ]
+    assert dl(["ready", str(d.root)], runs)[0] == 0
+
+
 def test_an_edit_that_passes_with_the_gate_open_is_refused_gate_open(tmp_path: Path) -> None:
     d, runs = stamped_repo(tmp_path), tmp_path / "runs"
     open_gate(d)
