@@ -12,6 +12,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BatchFlags,
     BudgetOpt,
@@ -138,6 +139,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         batch_cost=cost,
         outputs=(target,) if target is not None else (),
         force=flags.force,
+        approve_if_ready=flags.approve_if_ready,
     )
     live = not flags.as_json and sys.stdout.isatty()
     try:
@@ -226,6 +228,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         sarif: SarifOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         flags = BatchFlags(
             model=model,
@@ -245,6 +248,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             as_json=as_json,
             sarif=sarif,
             force=force,
+            approve_if_ready=approve_if_ready,
         )
         run_batch(kind, directories, flags)
 
@@ -255,9 +259,11 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
 EXITS = """
     Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
-    0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
-    alone as edited since its last run. A directory whose last run finished on unchanged inputs
-    is skipped with that outcome reported again; --force runs every directory.
+    6 --approve-if-ready refused the approval of a run that exited 0, then 0 every directory
+    PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left alone as edited since
+    its last run. A directory whose last run finished on unchanged inputs is skipped with that
+    outcome reported again (--approve-if-ready approves runs of this batch only); --force runs
+    every directory.
     """
 _register(
     "create",

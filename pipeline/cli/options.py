@@ -61,6 +61,25 @@ ForceOpt = Annotated[
         "document); the overwritten files are kept under runs/<run-id>/",
     ),
 ]
+ApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approve-if-ready",
+        help="accept the revision the run leaves in the same invocation, only when every condition "
+        "holds (docs/lifecycle.md); the run's outcome stands either way",
+    ),
+]
+UnfreezeOpt = Annotated[
+    bool,
+    typer.Option("--unfreeze", help="edit design.md or its companion although phase 4 froze them"),
+]
+DirArg = Annotated[Path, typer.Argument(help="the design directory")]
+DocFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--file", help="design, mechanics, final or final-mechanics (default: the stage's documents)"
+    ),
+]
 DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
 
 
@@ -129,6 +148,7 @@ class RunFlags(SessionFlags):
     as_json: bool = False
     store: str | None = None
     force: bool = False
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +163,7 @@ class ResumeFlags:
     as_json: bool = False
     store: str | None = None
     max_requests: int | None = None
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +182,8 @@ class EditFlags(SessionFlags):
     fail_on: str | None = None
     wait: bool = False
     as_json: bool = False
+    approve_if_ready: bool = False
+    unfreeze: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,3 +200,17 @@ class BatchFlags(SessionFlags):
     as_json: bool = False
     sarif: Path | None = None
     force: bool = False
+    approve_if_ready: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreFlags:
+    """The run store a lifecycle command reads (``approve``, ``reject``, ``ready``, ``show``,
+    ``status DIR``) and how it answers."""
+
+    runs_dir: Path | None = None
+    store: str | None = None
+    as_json: bool = False
+
+    def open(self) -> RunStore:
+        return open_store(self.store, self.runs_dir)

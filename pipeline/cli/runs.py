@@ -14,6 +14,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BudgetOpt,
     CodeRootOpt,
@@ -66,10 +67,14 @@ def hold_directory(
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def run_and_report(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
+def run_and_report(
+    run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock, approve: bool = False
+) -> None:
     """Run under ``lock`` (held by the caller: a run that loses it stops, graph.watch), show it
-    (live on a terminal), print its result, and exit with its code."""
+    (live on a terminal), print its result, and exit with its code. With ``approve``
+    (--approve-if-ready), accept what the run left, still under the lock."""
     from pipeline.graph.runner import execute
+    from pipeline.runs.lifecycle import approve_if_ready
 
     if not as_json and sys.stdout.isatty():
         from pipeline.cli.live import LiveView
@@ -78,14 +83,20 @@ def run_and_report(run: OpenRun, resume: bool, as_json: bool, store: RunStore, l
             result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
         result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
+    approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
+    # The outcome stands; a run that exited 0 exits as its refused approval does (6, or 2).
+    code = approval.exit_code(result.exit_code) if approval is not None else result.exit_code
     if as_json:
         kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
-        typer.echo(json.dumps(result.to_json() | kept, indent=2, default=str))
+        extra = {"approval": approval.to_json()} if approval is not None else {}
+        typer.echo(json.dumps(result.to_json() | kept | extra, indent=2, default=str))
     else:
         _present(run.run_dir, result)
         for file, copy in run.record.kept.items():
             typer.echo(f"the overwritten {file} is kept at {copy}")
-    raise typer.Exit(int(result.exit_code))
+        if approval is not None:
+            typer.echo(approval.line())
+    raise typer.Exit(int(code))
 
 
 def _present(run_dir: Path, result: RunResult) -> None:
@@ -125,6 +136,10 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
     plan = plan_run(
         kind, target, flags.session(), not flags.no_warmup, root.resolve() if root else None, failing
     )
+    if flags.approve_if_ready:
+        from pipeline.runs.lifecycle import check_approvals
+
+        check_approvals(plan.design)
     store = open_store(flags.store, flags.runs_dir)
     try:
         with hold_directory(store, plan.design.root, plan.run_id, flags.wait) as lock:
@@ -137,7 +152,7 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             store.register(run.run_dir)
             if not flags.as_json:
                 typer.echo(f"run {run.run_id}", err=True)
-            run_and_report(run, False, flags.as_json, store, lock)
+            run_and_report(run, False, flags.as_json, store, lock, flags.approve_if_ready)
     finally:
         store.close()
 
@@ -159,6 +174,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         store: StoreOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         flags = RunFlags(
             model=model,
@@ -175,6 +191,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             as_json=as_json,
             store=store,
             force=force,
+            approve_if_ready=approve_if_ready,
         )
         start_creation(kind, directory, flags)
 
@@ -214,6 +231,7 @@ def resume(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     max_requests: RequestsOpt = None,
+    approve_if_ready: ApproveOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     flags = ResumeFlags(
@@ -225,6 +243,7 @@ def resume(
         as_json=as_json,
         store=store,
         max_requests=max_requests,
+        approve_if_ready=approve_if_ready,
     )
     resume_run(run_id, flags)
 
@@ -249,7 +268,11 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
             refuse_discarded(runs.view(run_id))
             run_dir = runs.run_dir(run_id)
             run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
-            run_and_report(run, True, flags.as_json, runs, lock)
+            if flags.approve_if_ready:
+                from pipeline.runs.lifecycle import check_approvals
+
+                check_approvals(run.design)
+            run_and_report(run, True, flags.as_json, runs, lock, flags.approve_if_ready)
     finally:
         runs.close()
 

@@ -116,6 +116,7 @@ async def execute(
     store: RunStore | None = None,
     saver: Saver | None = None,
     lock: RunLock | None = None,
+    requested_by: str = "cli",
 ) -> RunResult:
     """Run (or resume) the graph for a run until it finishes, pauses or stops.
 
@@ -125,7 +126,8 @@ async def execute(
     run's thread keeps only its latest checkpoint (retention). ``lock``, the directory's lock
     the caller holds, is watched for the whole run and checked before the finish's writes
     (graph.watch): a run that loses it stops with LockLost. A resume that cannot go on at all
-    raises NotResumable before it writes anything."""
+    raises NotResumable before it writes anything. ``requested_by`` (cli, batch, worker) is
+    recorded with the revisions the run leaves."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
     store = store or LocalStore(run.session.runs_dir)
@@ -133,10 +135,16 @@ async def execute(
     if shared is not None:
         run.session.runtime.cache = shared
     try:
+
+        def equip(deps: RunDeps) -> None:
+            deps.revisions, deps.requested_by = store.revisions(), requested_by
+            if configure is not None:
+                configure(deps)
+
         if saver is not None:
-            return await _execute(run, resume, listener, configure, store, saver, lock)
+            return await _execute(run, resume, listener, equip, store, saver, lock)
         async with _open(run, resume, store) as opened:
-            return await _execute(run, resume, listener, configure, store, opened, lock)
+            return await _execute(run, resume, listener, equip, store, opened, lock)
     except Exception as exc:
         full = space_error(exc, run.session.runs_dir)
         if full is None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pipeline.formats.findings import Finding
 from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
 from pipeline.runs.event_log import read_events
-from pipeline.runs.events import Finished, RoundStarted, Settled, Spawned
+from pipeline.runs.events import Finished, RevisionRecorded, RevisionRef, RoundStarted, Settled, Spawned
 
 SEVERITIES = ("blocker", "should-fix", "suggestion")
 COLOURS = {"blocker": "#c0392b", "should-fix": "#e67e22", "suggestion": "#95a5a6"}
@@ -54,6 +54,19 @@ class RunReport:
     roles: dict[str, RoleCost] = field(default_factory=lambda: defaultdict(RoleCost))
     diff: str = ""
     entry: str = ""
+    revisions: dict[str, RevisionRef] = field(default_factory=dict)
+    """The revision the run left of each document (its ``revision`` event)."""
+    states: dict[str, str] = field(default_factory=dict)
+    """Each of those revisions' state in the checkout the report is written from (docs/lifecycle.md)."""
+
+    def revision_lines(self) -> list[str]:
+        """``design.md r3 (sha256 …): accepted`` per revision; none for a run before revisions."""
+        out = []
+        for file, rev in sorted(self.revisions.items()):
+            name = (rev.path or file).rsplit("/", 1)[-1]
+            state = self.states.get(file, "state unknown: the directory is not in this checkout")
+            out.append(f"{name} r{rev.number} (sha256 {rev.sha256[:12]}…): {state}")
+        return out
 
     @property
     def tokens(self) -> int:
@@ -100,6 +113,8 @@ def load_report(run_dir: Path) -> RunReport:
                 report.settled[event.round] = list(event.sections)
             case Finished():
                 report.outcome = event.outcome
+            case RevisionRecorded():
+                report.revisions = dict(event.files)
     summary = run_dir / "summary.md"
     if summary.is_file():
         report.diff, report.entry = _summary_parts(summary.read_text(encoding="utf-8"))
@@ -187,9 +202,11 @@ def render_markdown(report: RunReport) -> str:
     per_round = "\n".join(
         f"- round {r}: " + ", ".join(f"{c[s]} {s}" for s in SEVERITIES) for r, c in _by_round(report)
     )
+    revisions = "\n".join(f"- {line}" for line in report.revision_lines())
     return (
         f"# Run {report.run_id}\n\n{report.kind} on {report.directory}: **{report.outcome}** after "
         f"{report.rounds} round(s), {report.tokens} tokens, ${report.cost}.\n\n"
+        f"## Revision\n\n{revisions or '(none recorded)'}\n\n"
         f"## Findings per round\n\n{per_round or '(none)'}\n\n## Findings by section\n\n"
         f"{md_table(SECTION_HEAD, sections)}\n## Settled sections\n\n{settled or '(none)'}\n\n"
         f"## Tokens and cost per role\n\n{md_table(ROLE_HEAD, roles)}\n## Spawns\n\n"
@@ -217,6 +234,7 @@ STYLE = (
 def render_html(report: RunReport) -> str:
     sections, roles, spawns = _rows(report)
     legend = "".join(f'<span style="background:{COLOURS[s]}"></span>{s}' for s in SEVERITIES)
+    revisions = "".join(f"<li>{html.escape(line)}</li>" for line in report.revision_lines())
     settled = "".join(
         f"<li>round {r}: {html.escape(', '.join(n) or '(none)')}</li>"
         for r, n in sorted(report.settled.items())
@@ -226,7 +244,9 @@ def render_html(report: RunReport) -> str:
         f"</title><style>{STYLE}</style></head><body><h1>Run {html.escape(report.run_id)}</h1>"
         f"<p>{html.escape(report.kind)} on <code>{html.escape(report.directory)}</code>: "
         f"<strong>{html.escape(report.outcome)}</strong> after {report.rounds} round(s), "
-        f"{report.tokens} tokens, ${report.cost}.</p><h2>Findings per round</h2>{chart_svg(report)}"
+        f"{report.tokens} tokens, ${report.cost}.</p>"
+        f"<h2>Revision</h2><ul>{revisions or '<li>(none recorded)</li>'}</ul>"
+        f"<h2>Findings per round</h2>{chart_svg(report)}"
         f'<p class="legend">{legend}</p><h2>Findings by section</h2>{_html_table(SECTION_HEAD, sections)}'
         f"<h2>Settled sections</h2><ul>{settled or '<li>(none)</li>'}</ul>"
         f"<h2>Tokens and cost per role</h2>{_html_table(ROLE_HEAD, roles)}"
