@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette import STAMP, Replay, ReplayServer, load, normalise
+from cassette import STAMP, Replay, ReplayServer, draft, load, normalise
 from conftest import run_cli
 
 CASSETTE = Path(__file__).parent / "cassettes" / "adr-tools"
@@ -109,3 +109,54 @@ def test_the_stamp_is_the_only_text_left_out_of_the_comparison() -> None:
     body = {"messages": [{"role": "tool", "content": "1\t<!-- workflow-sha: " + "a" * 40 + " -->\n2\t# T\n"}]}
     assert normalise(body) == {"messages": [{"role": "tool", "content": f"1\t{STAMP}\n2\t# T\n"}]}
     assert normalise({"n": 1, "s": "workflow-sha: abc"}) == {"n": 1, "s": "workflow-sha: abc"}
+
+
+def _request(role: str, *turns: str, rules: str = "Known: API") -> dict[str, Any]:
+    messages = [{"role": "system", "content": f"You are the {role}.\n{rules}"}]
+    messages += [{"role": "user" if i % 2 == 0 else "tool", "content": t} for i, t in enumerate(turns)]
+    return {"model": "relay", "messages": messages}
+
+
+def test_draft_proposes_the_nearest_recorded_answer_and_never_answers(tmp_path: Path) -> None:
+    cassette, relay = tmp_path / "cassette", tmp_path / "relay"
+    recorded = [
+        (
+            1,
+            _request("design author", "Params file: @params"),
+            {"tool_calls": [{"name": "read", "arguments": {"path": "@params"}}]},
+        ),
+        (2, _request("auditor", "Params file: @params", "1\t# Title"), {"content": "PASS"}),
+    ]
+    (cassette / "exchanges").mkdir(parents=True)
+    for number, request, answer in recorded:
+        exchange = {"number": number, "request": request, "answer": answer}
+        (cassette / "exchanges" / f"{number:04d}.json").write_text(json.dumps(exchange))
+    (relay / "in").mkdir(parents=True)
+    (relay / "out").mkdir()
+    # 0001 is the first recorded request again; 0002 the auditor's with a changed prompt and
+    # another tool result; 0003 is already answered, so it gets no draft.
+    changed = _request("auditor", "Params file: @params", "1\t# Another title", rules="Known: API, CA")
+    sent = [recorded[0][1], changed, recorded[1][1]]
+    for number, request in enumerate(sent, start=1):
+        (relay / "in" / f"{number:04d}.json").write_text(json.dumps(request))
+    (relay / "out" / "0003.json").write_text('{"content": "mine"}')
+
+    notes = draft(relay, cassette)
+
+    assert notes[0] == "0001: recorded 0001 ('You are the design author.'), identical"
+    assert notes[1].startswith(
+        "0002: recorded 0002 ('You are the auditor.'), 1 of 3 messages identical (differing: 0, 2);"
+    )
+    assert "; first difference at .messages[0].content, character 31: recorded" in notes[1]
+    assert (
+        "; last at .messages[2].content, character 4: recorded '1\\t# Title', sent '1\\t# Another" in notes[1]
+    )
+    assert "\n" not in notes[1]
+    assert len(notes) == 2
+    drafts = relay / "draft"
+    assert json.loads((drafts / "0001.json").read_text()) == recorded[0][2]
+    assert json.loads((drafts / "0002.json").read_text()) == {"content": "PASS"}
+    assert (drafts / "0002.txt").read_text() == notes[1] + "\n"
+    assert not (drafts / "0003.json").exists()
+    assert sorted(p.name for p in (relay / "out").iterdir()) == ["0003.json"], "out/ is the person's alone"
+    assert draft(relay, cassette) == [], "a request already drafted is left as it is"
