@@ -43,8 +43,11 @@ def _run(args: list[str], server: ReplayServer, model: str) -> dict[str, Any]:
 
 def _entries(text: str) -> str:
     """The review log without what differs between two runs of the same exchange: the run
-    markers and the dates."""
+    markers, the dates, and in each revision marker who ran it, when, and the digests of the
+    shipped params and settings (the stamp's workflow sha, left out everywhere)."""
     text = re.sub(r"^<!-- designloop-run: \S+ -->\n\n", "", text, flags=re.MULTILINE)
+    text = re.sub(r" actor=\S+ at=\S+ workflow=\S+ ", " actor=(who) at=(when) workflow=(sha) ", text)
+    text = re.sub(r"settings:[0-9a-f]+", "settings:(digest)", text)
     return re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
 
 
