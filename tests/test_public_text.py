@@ -299,6 +299,26 @@ def test_the_name_of_a_numbered_series_is_not_an_acronym_to_define(tmp_path: Pat
     assert not [f for f in review(d, "comprehension-review") if "OTEP" in f.message]
 
 
+def test_an_acronym_used_throughout_is_the_audiences_vocabulary_one_used_in_passing_is_listed(
+    tmp_path: Path,
+) -> None:
+    # JNI on four lines of Bazel's WebAssembly design, CRD on two of a Kubernetes KEP: the
+    # writer's working vocabulary. OpenTelemetry's protocol OTEP writes "Unary PRC" once (a
+    # typo for RPC), .NET's version selection "CLU argument" once (for CLI): both are listed.
+    for doc, quiet in [
+        ("bazel-2025-03-07-wasm-repository-rules.md", "JNI"),
+        ("k8s-kep-3716-admission-webhook-match-conditions.md", "CRD"),
+    ]:
+        found = review(repo(tmp_path / quiet, doc), "comprehension-review")
+        assert not [f for f in found if quiet in f.message], doc
+    for doc, listed in [
+        ("otel-otep-0035-opentelemetry-protocol.md", "PRC (line 265)"),
+        ("dotnet-2022-version-selection.md", "CLU (line 397)"),
+    ]:
+        found = review(repo(tmp_path / listed[:3], doc), "comprehension-review")
+        assert [f.severity for f in found if listed in f.message] == ["suggestion"], doc
+
+
 # The fidelity check on names that are not code symbols ----------------------------------------
 
 

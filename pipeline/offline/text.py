@@ -47,6 +47,7 @@ class Lexicon:
     whole_document_rules: frozenset[str]
     file_extensions: frozenset[str]
     host_suffixes: frozenset[str]
+    acronym_passing_uses: int
 
 
 @cache
@@ -72,6 +73,7 @@ def lexicon() -> Lexicon:
         whole_document_rules=frozenset(data["whole_document_rules"]),
         file_extensions=frozenset(data["file_extensions"]),
         host_suffixes=frozenset(data["host_suffixes"]),
+        acronym_passing_uses=int(data["acronym_passing_uses"]),
     )
 
 
