@@ -366,6 +366,49 @@ def export(items: list[Item], texts: dict[str, list[str]], path: Path, size: int
     return len(chosen)
 
 
+READER_LABELS = {"right": "useful", "not-worth-it": "noise", "wrong": "wrong"}
+"""The independent reader's labels, in the judgements of labels.toml."""
+
+
+def import_labels(findings: Path, labels: Path, out: Path) -> int:
+    """Join an independent reader's labels (id, label, reason) with the exported findings
+    they judge, and write them as a labels file keyed like the others (doc, rule, line,
+    quote), each naming its labeller."""
+    exported = {
+        row["id"]: row
+        for row in (json.loads(x) for x in findings.read_text(encoding="utf-8").splitlines() if x.strip())
+    }
+    judged = [json.loads(x) for x in labels.read_text(encoding="utf-8").splitlines() if x.strip()]
+    blocks = [
+        "# Labels for the offline reviewers' findings on the SECOND HELD-OUT set of tests/corpus/real\n"
+        "# (bench/real_quality.py --set held-out-2), made once, on the engine frozen before any of\n"
+        "# its findings on this set were looked at, by an independent reader who had not seen the\n"
+        "# engine's code. The sample is every should-fix and a seeded sample of the suggestions\n"
+        "# (bench/real_quality.py --export). The reader's labels right / not-worth-it / wrong are kept\n"
+        "# as useful / noise / wrong, the judgements of labels.toml, with the reader's reason.\n"
+    ]
+    for label in sorted(judged, key=lambda x: str(x["id"])):
+        row = exported[label["id"]]
+        fields = {
+            "id": label["id"],
+            "doc": row["file"].removeprefix("tests/corpus/real/"),
+            "rule": row["rule"],
+            "line": row["line"],
+            "quote": row["quote"],
+            "role": row["role"],
+            "severity": row["severity"],
+            "judgement": READER_LABELS[label["label"]],
+            "reason": " ".join(str(label.get("reason", "")).split()),
+            "labeller": "independent reader",
+        }
+        body = "\n".join(
+            f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items() if v is not None
+        )
+        blocks.append(f"[[label]]\n{body}\n")
+    out.write_text("\n".join(blocks), encoding="utf-8")
+    return len(judged)
+
+
 def worth_reading(items: list[Item], labels: dict[Any, tuple[str, str]]) -> str:
     """Suggestions per role: how many of the labelled ones were worth an author's time."""
     rows = defaultdict(list)
@@ -388,7 +431,11 @@ def main() -> None:
     parser.add_argument("--export", type=Path)
     parser.add_argument("--export-suggestions", type=int, default=30)
     parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--import-labels", nargs=3, type=Path, metavar=("FINDINGS", "LABELS", "OUT"))
     args = parser.parse_args()
+    if args.import_labels:
+        print(f"{import_labels(*args.import_labels)} labels written to {args.import_labels[2]}")
+        return
     sets = tuple(args.sets or DEFAULT_SETS)
     labels = load_labels(sets)
     with tempfile.TemporaryDirectory() as tmp:
