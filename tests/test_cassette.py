@@ -6,6 +6,7 @@ it changed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -43,12 +44,23 @@ def _run(args: list[str], server: ReplayServer, model: str) -> dict[str, Any]:
 
 def _entries(text: str) -> str:
     """The review log without what differs between two runs of the same exchange: the run
-    markers, the dates, and in each revision marker who ran it, when, and the digests of the
-    shipped params and settings (the stamp's workflow sha, left out everywhere)."""
+    markers, the dates, and in each revision marker who ran it, when, and the digests that cover
+    the shipped params (the settings, and the stamp's workflow sha inside a design's bytes)."""
     text = re.sub(r"^<!-- designloop-run: \S+ -->\n\n", "", text, flags=re.MULTILINE)
+    text = re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
     text = re.sub(r" actor=\S+ at=\S+ workflow=\S+ ", " actor=(who) at=(when) workflow=(sha) ", text)
-    text = re.sub(r"settings:[0-9a-f]+", "settings:(digest)", text)
-    return re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
+    text = re.sub(r"(settings|frozen-design):[0-9a-f]+", r"\1:(digest)", text)
+    # A design's digest covers its stamp line (the workflow sha): it is checked against the bytes
+    # on disk instead (_digests_match).
+    text = re.sub(r"\(sha256 [0-9a-f]{12}…\)", "(sha256 …)", text)
+    return re.sub(r"\b[0-9a-f]{64}\b", "(sha256)", text)
+
+
+def _digests_match(log: str, design: Path) -> None:
+    """The last revision of each document names the sha256 of its bytes on disk."""
+    for name, path in (("design", design / "_workflow" / "design.md"), ("final", design / "design-final.md")):
+        recorded = re.findall(rf"designloop-revision: {name} r=\d+ sha256=([0-9a-f]{{64}})", log)
+        assert recorded and recorded[-1] == hashlib.sha256(path.read_bytes()).hexdigest(), name
 
 
 def _findings(out: dict[str, Any]) -> list[list[Any]]:
@@ -82,6 +94,7 @@ def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     assert (design / "design-final.md").read_text() == (expected / "design-final.md").read_text()
     log = (design / "_workflow" / "design-mutations.md").read_text()
     assert _entries(log) == _entries((expected / "design-mutations.md").read_text())
+    _digests_match(log, design)
     # The story the record tells: round 2 of the final fixed the fidelity check's finding.
     assert "fid-missing-symbol" in log and "— fixed in round 2" in log
 
