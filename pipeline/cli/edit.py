@@ -17,9 +17,13 @@ from pipeline.cli.options import (
     EditFlags,
     JsonOpt,
     ModelOpt,
+    NoDiffOpt,
+    QuietOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
+    Show,
+    VerboseOpt,
     WaitOpt,
     parse_fail_on,
     runs_dir_of,
@@ -79,6 +83,9 @@ def edit(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     max_requests: RequestsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    no_diff: NoDiffOpt = False,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
 
@@ -105,6 +112,7 @@ def edit(
         wait=wait,
         as_json=as_json,
         max_requests=max_requests,
+        show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
     )
     run_edit(directory, flags)
 
@@ -161,6 +169,6 @@ def run_edit(directory: Path, flags: EditFlags) -> None:
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
     with hold_directory(store, target.resolve(), run_id, flags.wait) as lock:
         run = start_run(plan_edit(request, target, options, chooser, run_id))
-        if not flags.as_json:
+        if not flags.as_json and not flags.show.quiet:
             typer.echo(f"run {run.run_id}", err=True)
-        run_and_report(run, False, flags.as_json, store, lock)
+        run_and_report(run, False, flags.show, store, lock)

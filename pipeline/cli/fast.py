@@ -19,7 +19,8 @@ FAST_COMMANDS = ("check", "slices", "gate")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+        command = self.prog.removeprefix("designloop").strip()  # the program named once
+        raise InputError(f"{command}: {message}", hint=f"see '{self.prog} --help'")
 
 
 def resolve(path: Path | None) -> Path | None:

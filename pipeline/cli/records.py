@@ -3,13 +3,13 @@ from their event logs."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, RunsOpt, StoreOpt, open_store
+from pipeline.cli.output import cost_text, emit_json, pasteable, say, table
 
 if TYPE_CHECKING:
     from pipeline.errors import InputError
@@ -27,6 +27,8 @@ def status(
     store: StoreOpt = None,
 ) -> None:
     """Show a run, replayed from its event log."""
+    from rich.markup import escape
+
     from pipeline.errors import InputError
 
     runs = open_store(store, runs_dir)
@@ -43,33 +45,24 @@ def status(
     finally:
         runs.close()
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2))
+        emit_json(view.to_json())
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind or '?'} {view.directory}")
-    console.print(
+    say(f"[bold]{escape(view.run_id)}[/bold] {view.kind or '?'} {escape(view.directory)}")
+    say(
         f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
-        f"cost ${view.cost:.4f}, cached calls {view.cache_hits}"
+        f"cost {cost_text(view.cost, view.unpriced)}, cached calls {view.cache_hits}",
+        plain=True,
     )
     if view.message:
-        console.print(view.message)
-    table = Table("round", "role", "slice", "status", "findings", "tokens", "cached")
+        say(pasteable(view.message), plain=True)
+    rows = []
     for spawn in view.spawns.values():
         where = f"{spawn.slice[0]}-{spawn.slice[1]}" if spawn.slice else ""
-        table.add_row(
-            str(spawn.round),
-            spawn.role,
-            where,
-            spawn.status,
-            str(spawn.findings),
-            str(spawn.tokens),
-            str(spawn.cache_hits),
+        rows.append(
+            [spawn.round, spawn.role, where, spawn.status, spawn.findings, spawn.tokens, spawn.cache_hits]
         )
-    console.print(table)
+    table(("round", "role", "slice", "status", "findings", "tokens", "cached"), rows)
 
 
 @app.command()
@@ -81,28 +74,22 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
     finally:
         opened.close()
     if as_json:
-        typer.echo(
-            json.dumps(
-                [
-                    {k: v for k, v in view.to_json().items() if k not in ("spawns", "checks")}
-                    for view in views
-                ],
-                indent=2,
-            )
-        )
+        listed = [
+            {k: v for k, v in view.to_json().items() if k not in ("spawns", "checks")} for view in views
+        ]
+        emit_json({"runs": listed})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("run", "kind", "state", "round", "outcome", "tokens", "directory")
-    for view in views:
-        table.add_row(
+    rows = [
+        [
             view.run_id,
             view.kind or "?",
             view.state,
-            str(view.round),
+            view.round,
             view.outcome or "-",
-            str(view.tokens),
+            view.tokens,
+            cost_text(view.cost, view.unpriced),
             view.directory,
-        )
-    Console().print(table)
+        ]
+        for view in views
+    ]
+    table(("run", "kind", "state", "round", "outcome", "tokens", "cost", "directory"), rows)

@@ -9,6 +9,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, open_store
+from pipeline.cli.output import cost_text, emit_json, table
 
 if TYPE_CHECKING:
     from pipeline.runs.store import RunStore
@@ -108,8 +109,6 @@ def estimate(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the spawns, tokens and cost range a run would take, before running it."""
-    import json
-
     from pipeline.agents.estimate import estimate as estimate_dir
     from pipeline.agents.session import SessionOptions, open_session
     from pipeline.errors import InputError
@@ -132,22 +131,22 @@ def estimate(
         check_inputs(design, kinds[kind])
         rows.append(estimate_dir(design, kinds[kind], session))
     if as_json:
-        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        emit_json({"estimates": [r.to_json() for r in rows]})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("directory", "kind", "slices", "spawns", "tokens", "cost (USD)")
+    cells = []
     for r in rows:
-        cost = f"{r.low.cost:.4f} – {r.high.cost:.4f}"
-        if r.high.unpriced:
-            cost += f" (no price for {', '.join(sorted(r.high.unpriced))})"
-        table.add_row(
-            r.directory,
-            r.kind,
-            str(r.slices),
-            f"{r.low.spawns}–{r.high.spawns}",
-            f"{r.low.tokens}–{r.high.tokens}",
-            cost,
+        low, high = (
+            cost_text(r.low.cost, sorted(r.low.unpriced)),
+            cost_text(r.high.cost, sorted(r.high.unpriced)),
         )
-    Console().print(table)
+        cells.append(
+            [
+                r.directory,
+                r.kind,
+                r.slices,
+                f"{r.low.spawns}–{r.high.spawns}",
+                f"{r.low.tokens}–{r.high.tokens}",
+                f"{low} – {high}",
+            ]
+        )
+    table(("directory", "kind", "slices", "spawns", "tokens", "cost (USD)"), cells)

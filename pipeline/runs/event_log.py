@@ -59,6 +59,13 @@ class EventLog:
             listener(event)
         return event
 
+    def notify(self, event: E) -> E:
+        """Tell every listener of ``event`` without writing it (what only a live view needs)."""
+        event = event.model_copy(update={"time": now(), "pid": os.getpid()})
+        for listener in self._listeners:
+            listener(event)
+        return event
+
     def recorded(self, kind: type[BaseEvent]) -> bool:
         """Whether an event of ``kind`` is already in the log (a finish records its outcome once)."""
         return self.path.exists() and any(isinstance(e, kind) for e in read_events(self.run_dir))
