@@ -134,7 +134,9 @@ def _toml_line(lines: Sequence[str], parts: list[str]) -> int | None:
         for number, text in enumerate(lines, 1):
             match = HEADER_RE.match(text)
             if header is None:
-                if match and match.group(1).replace(" ", "") == table:
+                name = match.group(1).replace(" ", "") if match else None
+                # A table is found by its own header, or by that of its first sub-table.
+                if name == table or (name and not keys and name.startswith(table + ".")):
                     header = number
                 continue
             if match and number > header:

@@ -40,6 +40,9 @@ def _typer_main(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    from pipeline.cli.output import forget_flags
+
+    forget_flags()
     try:
         if args and args[0] in FAST_COMMANDS:
             sys.exit(int(run_fast(args[0], args[1:])))

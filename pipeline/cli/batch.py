@@ -208,7 +208,7 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     from pipeline.formats.textio import atomic_write
 
     try:
-        atomic_write(target, batch_sarif(batch))
+        atomic_write(target, batch_sarif(batch, root))
         record_byproducts(runs, root, [target])
     except OSError as exc:
         typer.echo(f"designloop: {target}: cannot write the SARIF file: {exc.strerror}", err=True)

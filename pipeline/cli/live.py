@@ -183,18 +183,22 @@ class LiveState:
             f"{self.kind}  round {self.round} of {self.budget}  tokens {self.tokens}  "
             f"cost {self.cost_text()}  cached calls {self.cached}  {self.status}",
             style="bold",
-            overflow="fold",
+            no_wrap=True,
+            overflow="ellipsis",
         )
-        # The rows each part may take: the head, the tables' headers and rules, the notes.
-        room = max(4, height - 10)
+        # Each row is one line (cells never wrap here: the summary printed after the run has it
+        # all); the head takes one line and each table four more (its rules and its header).
+        found_rows = min(len(self.findings), 3) + (len(self.findings) > 3)
+        room = max(4, height - 1 - 8 - (4 + found_rows if self.findings else 0) - 1)
         running = list(self.running.values())
         done = list(self.spawns.items())
-        shown_running = running[:room]
+        shown_running = running[: room - 2]
         room -= len(shown_running)
-        shown_done = done[-max(1, room // 2) :] if done else []
+        shown_done = done[-max(1, room // 2 - 1) :] if done else []
+        room -= len(shown_done) + (len(done) > len(shown_done))
         spawns = Table(show_header=True, expand=True)
-        spawns.add_column("spawn", ratio=NAME_RATIO, overflow="fold")
-        spawns.add_column("state", ratio=STATE_RATIO, overflow="fold")
+        spawns.add_column("spawn", ratio=NAME_RATIO, no_wrap=True, overflow="ellipsis")
+        spawns.add_column("state", ratio=STATE_RATIO, no_wrap=True, overflow="ellipsis")
         for item in shown_running:
             engine = "offline engine" if item.model == OFFLINE else item.model
             spawns.add_row(item.name, f"running {now - item.began:4.0f}s ({engine})")
@@ -203,15 +207,15 @@ class LiveState:
         for name, state in shown_done:
             spawns.add_row(name, state)
         checks = Table(show_header=True, expand=True)
-        checks.add_column("checks", ratio=1, overflow="fold")
-        shown_checks = self.checks[-max(1, room - len(shown_done)) :]
+        checks.add_column("checks", ratio=1, no_wrap=True, overflow="ellipsis")
+        shown_checks = self.checks[-max(1, room) :]
         for line in shown_checks:
             checks.add_row(line)
         parts: list[RenderableType] = [head, spawns, checks]
         if self.findings:
             found = Table(show_header=True, expand=True)
-            found.add_column("where", ratio=NAME_RATIO, overflow="fold")
-            found.add_column("finding", ratio=STATE_RATIO, overflow="fold")
+            found.add_column("where", ratio=NAME_RATIO, no_wrap=True, overflow="ellipsis")
+            found.add_column("finding", ratio=STATE_RATIO, no_wrap=True, overflow="ellipsis")
             for f in self.findings[:3]:
                 found.add_row(f"{f.file or ''}:{f.line or ''}", f"{f.severity}: {f.describe()}")
             if len(self.findings) > 3:

@@ -13,7 +13,6 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,16 +20,11 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-@cache
-def _console(stderr: bool) -> Console:
+def console(stderr: bool = False) -> Console:
+    """A console on stdout (or stderr) as they are now, NO_COLOR and FORCE_COLOR read now."""
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
-
-
-def console(stderr: bool = False) -> Console:
-    """The process's console on stdout (or stderr)."""
-    return _console(stderr)
 
 
 def is_terminal(stderr: bool = False) -> bool:
@@ -115,12 +109,17 @@ def emit_json(document: dict[str, Any]) -> None:
 _FLAGS: dict[str, str] = {}
 """Where the command found its runs (``--runs-dir``, ``--store``), for the hints it prints."""
 _PASTED = re.compile(
-    r"\bdesignloop (resume|status|runs|discard|report|create|final)\b((?: (?:\d{8}-\d{6}-[\w-]+|DIR))?)"
+    r"\bdesignloop (?:(?:resume|status|discard|report)(?: \d{8}-\d{6}-[\w-]+)?|runs|(?:create|final) DIR)\b"
 )
 
 
 def remember_flag(flag: str, value: str) -> None:
     _FLAGS[flag] = value
+
+
+def forget_flags() -> None:
+    """A new command line: no flag of an earlier one is remembered."""
+    _FLAGS.clear()
 
 
 def pasteable(text: str) -> str:

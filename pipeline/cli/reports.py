@@ -67,14 +67,13 @@ def _run_report(run_dir: Path, out: Path | None) -> list[Path]:
 
     data = load_report(run_dir)
     target = (out or run_dir).resolve()
+    target.mkdir(parents=True, exist_ok=True)
     atomic_write(target / "report.html", render_html(data))
     atomic_write(target / "report.md", render_markdown(data))
     return [target / "report.html", target / "report.md"]
 
 
 def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> list[Path]:
-    import os
-
     from pipeline.errors import InputError
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.batch_report import line_for, render_batch_html, render_batch_markdown
@@ -90,8 +89,10 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
             try:
                 run_dir = store.run_dir(row.run_id)
                 view = store.view(row.run_id)
-                _run_report(run_dir, None)
-                link = os.path.relpath(run_dir.resolve() / "report.html", target)
+                # Each run's report beside the batch's, linked relatively: the links work
+                # wherever the directory goes (an uploaded artifact, another machine).
+                _run_report(run_dir, target / "runs" / row.run_id)
+                link = f"runs/{row.run_id}/report.html"
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures
         lines.append(line_for(row, view, link))

@@ -148,7 +148,7 @@ def present(run_dir: Path, result: RunResult, show: Show) -> None:
         more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
         say(pasteable(f"resume with: designloop resume {result.run_id} {flag} {more}"), plain=True)
     reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
-    say(f"run {result.run_id}: {outcome}" + (f" ({reviewed})" if reviewed else ""), plain=True)
+    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
 
 
 def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:
