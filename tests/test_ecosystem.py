@@ -495,3 +495,98 @@ def test_the_workflows_batch_step_runs_offline_with_no_key(tmp_path: Path) -> No
     assert sarif["version"] == "2.1.0"
     assert "2 directories: 2 PASS" in done.stdout
     assert "started (offline engine)" in done.stderr  # --verbose: the CI log says who reviewed
+
+
+# --- reports and SARIF --------------------------------------------------------------------
+
+SARIF_SCHEMA = ROOT / "tests" / "schemas" / "sarif-schema-2.1.0.json"
+
+
+def valid_sarif(text: str) -> dict[str, Any]:
+    """The SARIF document, checked against the OASIS SARIF 2.1.0 schema."""
+    import jsonschema
+
+    document: dict[str, Any] = json.loads(text)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    jsonschema.Draft4Validator(schema).validate(document)
+    return document
+
+
+def test_the_vendored_schema_refuses_what_is_not_sarif() -> None:
+    import jsonschema
+
+    with pytest.raises(jsonschema.ValidationError):
+        valid_sarif(json.dumps({"version": "2.1.0", "runs": [{"tool": {"driver": {}}, "results": []}]}))
+
+
+def test_check_sarif_is_valid_relative_and_fingerprinted_whatever_line_a_finding_moves_to(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    d = make_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)  # not the repository root: paths are still relative to it
+    text = d.design.read_text().replace(
+        "## Bucket state in Redis\n\n**TL;DR:**", "## Bucket state in Redis\n\nNo"
+    )
+    d.design.write_text(text)
+    first = valid_sarif(run_cli(["check", str(d.root), "--format", "sarif"]).out)
+    (result,) = [r for r in first["runs"][0]["results"] if r["ruleId"] == "dsc-section-shape"]
+    location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "docs/adr/0001/_workflow/design.md", "uriBaseId": "%SRCROOT%"}
+    assert str(tmp_path) not in json.dumps(first)  # no absolute path anywhere, messages included
+    rules = {r["id"]: r for r in first["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["dsc-section-shape"]["help"]["text"]
+    lines = text.splitlines(keepends=True)
+    d.design.write_text("".join([lines[0], "\n\n\n", *lines[1:]]))  # the finding moves three lines down
+    moved = valid_sarif(run_cli(["check", str(d.root), "--format", "sarif"]).out)
+    (again,) = [r for r in moved["runs"][0]["results"] if r["ruleId"] == "dsc-section-shape"]
+    region = again["locations"][0]["physicalLocation"]["region"]["startLine"]
+    assert region == result["locations"][0]["physicalLocation"]["region"]["startLine"] + 3
+    assert again["partialFingerprints"] == result["partialFingerprints"]
+
+
+def test_batch_sarif_points_at_the_file_really_at_fault(tmp_path: Path) -> None:
+    from pipeline.cli.batch_sarif import batch_sarif
+    from pipeline.fleet.rows import Batch, Row
+    from pipeline.formats.kinds import PHASE4
+
+    repo = tmp_path / "repo"
+    (repo / "docs" / "adr" / "c" / "_workflow").mkdir(parents=True)
+    missing = repo / "docs" / "adr" / "c" / "_workflow" / "research-log.md"
+    paused = Row(
+        directory="docs/adr/p", action="resumed", outcome="PAUSED", exit_code=3, message="the gate is open"
+    )
+    bad = Row(directory="docs/adr/c", action="bad", exit_code=2, message=f"{missing}: research log not found")
+    held = Row(directory="docs/adr/h", action="busy", exit_code=2, message="another run holds it")
+    batch = Batch(batch_id="b1", kind=PHASE4, rows=[paused, bad, held])
+    document = valid_sarif(batch_sarif(batch, repo))
+    where = {
+        r["ruleId"] + " " + r["message"]["text"].split(":")[0]: r["locations"][0]["physicalLocation"][
+            "artifactLocation"
+        ]["uri"]
+        for r in document["runs"][0]["results"]
+    }
+    assert where == {
+        "designloop-paused docs/adr/p": "docs/adr/p/_workflow/research-log.md",
+        "designloop-bad-input docs/adr/c": "docs/adr/c/_workflow",  # the missing file's parent
+        "designloop-bad-input docs/adr/h": "docs/adr/h/design-final.md",
+    }
+    assert str(repo) not in json.dumps(document)
+    rules = {r["id"]: r for r in document["runs"][0]["tool"]["driver"]["rules"]}
+    assert "adversarial gate" in rules["designloop-paused"]["help"]["text"]
+
+
+@pytest.mark.slow
+def test_the_html_report_leads_with_the_findings_and_colours_the_diff(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    runs = tmp_path / "runs"
+    edited = designloop([*EDIT, "--runs-dir", str(runs), "--json"], d.repo_root)
+    run_id = json.loads(edited.stdout)["run_id"]
+    made = designloop(["report", run_id, "--runs-dir", str(runs)], d.repo_root)
+    assert made.returncode == 0, made.stderr
+    page = (runs / run_id / "report.html").read_text()
+    head, rest = page.split("<h2>Findings that remain</h2>", 1)
+    assert "<h2>" not in head  # the findings come first
+    assert "reviewed by the offline engine (" in head and "took " in head and "Started 20" in head
+    diff = rest.split("<h2>Diff</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'style="' in diff and "eighty columns" in diff  # coloured by Pygments, every line kept
+    assert "white-space:pre-wrap" in page  # wrapped, never clipped

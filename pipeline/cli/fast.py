@@ -182,7 +182,8 @@ def run_check(argv: list[str]) -> int:
     if args.output == "text":
         emit(to_text(findings))
     elif args.output == "sarif":
-        emit(to_sarif(findings, rule_table()))
+        # Paths relative to the repository that holds what was checked (code scanning's root).
+        emit(to_sarif(findings, rule_table(), repo_root(requests[0].design_path.resolve().parent)))
     else:
         emit(to_json(findings))
     return ExitCode.FINDINGS if has_blocker(findings) else ExitCode.OK
