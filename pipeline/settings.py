@@ -227,6 +227,9 @@ CHECKPOINTS = "checkpoints.sqlite"
 CACHE_DIR = "cache"
 """The model-call cache, a diskcache directory in the runs directory."""
 CACHE_DB = "cache.db"
+REVISIONS = "revisions.sqlite"
+"""The local store's revisions of design documents (their bytes), one SQLite file in the runs
+directory."""
 
 
 LOCKS_DIR = "locks"

@@ -21,7 +21,17 @@ from pipeline.formats.space import space_error
 def _typer_main(argv: list[str]) -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from pipeline.cli import batch, config, discard, edit, records, reports, runs, workers  # noqa: F401  (registers the commands)
+    from pipeline.cli import (  # noqa: F401  (registers the commands)
+        batch,
+        config,
+        discard,
+        edit,
+        lifecycle,
+        records,
+        reports,
+        runs,
+        workers,
+    )
     from pipeline.cli.app import command_tree
 
     try:

@@ -11,6 +11,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BatchFlags,
     BudgetOpt,
@@ -145,6 +146,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         batch_cost=cost,
         outputs=(target,) if target is not None else (),
         force=flags.force,
+        approve_if_ready=flags.approve_if_ready,
     )
     show = flags.show
     live = not flags.as_json and not show.quiet and not show.verbose and is_terminal()
@@ -251,6 +253,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         max_requests: RequestsOpt = None,
         quiet: QuietOpt = False,
         verbose: VerboseOpt = False,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         flags = BatchFlags(
             model=model,
@@ -271,6 +274,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             sarif=sarif,
             force=force,
             show=Show(quiet=quiet, verbose=verbose, as_json=as_json),
+            approve_if_ready=approve_if_ready,
         )
         run_batch(kind, directories, flags)
 
@@ -281,9 +285,11 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
 EXITS = """
     Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
-    0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
-    alone as edited since its last run. A directory whose last run finished on unchanged inputs
-    is skipped with that outcome reported again; --force runs every directory.
+    6 --approve-if-ready refused the approval of a run that exited 0, then 0 every directory
+    PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left alone as edited since
+    its last run. A directory whose last run finished on unchanged inputs is skipped with that
+    outcome reported again (--approve-if-ready approves runs of this batch only); --force runs
+    every directory.
     """
 _register(
     "create",

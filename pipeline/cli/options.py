@@ -75,6 +75,25 @@ ForceOpt = Annotated[
         "document); the overwritten files are kept under runs/<run-id>/",
     ),
 ]
+ApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approve-if-ready",
+        help="accept the revision the run leaves in the same invocation, only when every condition "
+        "holds (docs/lifecycle.md); the run's outcome stands either way",
+    ),
+]
+UnfreezeOpt = Annotated[
+    bool,
+    typer.Option("--unfreeze", help="edit design.md or its companion although phase 4 froze them"),
+]
+DirArg = Annotated[Path, typer.Argument(help="the design directory")]
+DocFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--file", help="design, mechanics, final or final-mechanics (default: the stage's documents)"
+    ),
+]
 DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="print only the outcome (and what to do next); no live view")
@@ -170,6 +189,7 @@ class RunFlags(SessionFlags):
     store: str | None = None
     force: bool = False
     show: Show = Show()
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,6 +205,7 @@ class ResumeFlags:
     store: str | None = None
     max_requests: int | None = None
     show: Show = Show()
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,6 +225,8 @@ class EditFlags(SessionFlags):
     wait: bool = False
     as_json: bool = False
     show: Show = Show()
+    approve_if_ready: bool = False
+    unfreeze: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,3 +244,17 @@ class BatchFlags(SessionFlags):
     sarif: Path | None = None
     force: bool = False
     show: Show = Show()
+    approve_if_ready: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreFlags:
+    """The run store a lifecycle command reads (``approve``, ``reject``, ``ready``, ``show``,
+    ``status DIR``) and how it answers."""
+
+    runs_dir: Path | None = None
+    store: str | None = None
+    as_json: bool = False
+
+    def open(self) -> RunStore:
+        return open_store(self.store, self.runs_dir)

@@ -50,7 +50,7 @@ def report(
                 "name the run to report on, or pass --batch", hint="designloop runs lists the runs"
             )
         else:
-            paths = _run_report(opened.run_dir(run_id), out)
+            paths = _run_report(opened.run_dir(run_id), out, opened)
         if out is not None:  # designloop's own files: no role reads them, no batch counts them
             # Relative to the repository the commands run in (that of the default runs
             # directory, as for a batch's --sarif), never to a checkout nested in it.
@@ -61,11 +61,18 @@ def report(
         typer.echo(str(path))
 
 
-def _run_report(run_dir: Path, out: Path | None) -> list[Path]:
+def _run_report(run_dir: Path, out: Path | None, store: RunStore) -> list[Path]:
     from pipeline.formats.textio import atomic_write
+    from pipeline.runs.lifecycle_read import revision_states
     from pipeline.runs.report import load_report, render_html, render_markdown
 
     data = load_report(run_dir)
+    if data.revisions:  # each revision's state, as this checkout's approvals file tells it
+        states = revision_states(store, run_dir.name)
+        revisions = data.revisions.items()
+        data.states = {
+            file: states[file, rev.number] for file, rev in revisions if (file, rev.number) in states
+        }
     target = (out or run_dir).resolve()
     target.mkdir(parents=True, exist_ok=True)
     atomic_write(target / "report.html", render_html(data))
@@ -91,7 +98,7 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
                 view = store.view(row.run_id)
                 # Each run's report beside the batch's, linked relatively: the links work
                 # wherever the directory goes (an uploaded artifact, another machine).
-                _run_report(run_dir, target / "runs" / row.run_id)
+                _run_report(run_dir, target / "runs" / row.run_id, store)
                 link = f"runs/{row.run_id}/report.html"
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures

@@ -12,6 +12,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BudgetOpt,
     CodeRootOpt,
@@ -69,12 +70,16 @@ def hold_directory(
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def run_and_report(run: OpenRun, resume: bool, show: Show, store: RunStore, lock: RunLock) -> None:
+def run_and_report(
+    run: OpenRun, resume: bool, show: Show, store: RunStore, lock: RunLock, approve: bool = False
+) -> None:
     """Run under ``lock`` (held by the caller: a run that loses it stops, graph.watch), show it
     (live on a terminal, step by step on stderr with --verbose), print its result, and exit
-    with its code."""
+    with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
+    under the lock."""
     from pipeline.cli.output import is_terminal
     from pipeline.graph.runner import execute
+    from pipeline.runs.lifecycle import approve_if_ready
 
     live_view = not show.as_json and not show.quiet and not show.verbose and is_terminal()
     if live_view:
@@ -87,16 +92,47 @@ def run_and_report(run: OpenRun, resume: bool, show: Show, store: RunStore, lock
 
         listener = StepLines() if show.verbose and not show.as_json else None
         result = asyncio.run(execute(run, resume=resume, listener=listener, store=store, lock=lock))
+    approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
+    # The outcome stands; a run that exited 0 exits as its refused approval does (6, or 2).
+    code = approval.exit_code(result.exit_code) if approval is not None else result.exit_code
+    revisions = revisions_left(store, run.run_id)
     if show.as_json:
         from pipeline.cli.output import emit_json
 
         kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
-        emit_json(result.to_json() | kept)
+        extra = {"approval": approval.to_json()} if approval is not None else {}
+        emit_json(result.to_json() | kept | extra | {"revisions": revisions})
     else:
-        present(run.run_dir, result, show)
+        present(run.run_dir, result, show, revisions)
         for file, copy in run.record.kept.items():
             say(f"the overwritten {file} is kept at {copy}", plain=True)
-    raise typer.Exit(int(result.exit_code))
+        if approval is not None:
+            say(approval.line(), plain=True)
+    raise typer.Exit(int(code))
+
+
+def revisions_left(store: RunStore, run_id: str) -> list[dict[str, object]]:
+    """Each revision the run left, with its state now (candidate, accepted ...)."""
+    from pipeline.errors import InputError
+    from pipeline.runs.lifecycle_read import revision_states
+
+    try:
+        view = store.view(run_id)
+    except InputError:  # a run whose records cannot be read now: its own output says the rest
+        return []
+    if not view.revisions:
+        return []
+    states = revision_states(store, run_id)
+    return [
+        {
+            "file": file,
+            "name": Path(rev.path or file).name,
+            "number": rev.number,
+            "sha256": rev.sha256,
+            "state": states.get((file, rev.number), "unknown"),
+        }
+        for file, rev in sorted(view.revisions.items())
+    ]
 
 
 def without_diff(summary: str) -> str:
@@ -111,7 +147,9 @@ def without_diff(summary: str) -> str:
     return "".join(out)
 
 
-def present(run_dir: Path, result: RunResult, show: Show) -> None:
+def present(
+    run_dir: Path, result: RunResult, show: Show, revisions: list[dict[str, object]] | None = None
+) -> None:
     """The run's summary (the diff, the review-log entry), then what to do next and the outcome
     line naming who reviewed: on a terminal through Rich, elsewhere as it is (a valid diff)."""
     from rich.markup import escape
@@ -148,6 +186,8 @@ def present(run_dir: Path, result: RunResult, show: Show) -> None:
         more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
         say(pasteable(f"resume with: designloop resume {result.run_id} {flag} {more}"), plain=True)
     reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
+    for rev in revisions or []:
+        reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
     say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
 
 
@@ -164,6 +204,10 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
     plan = plan_run(
         kind, target, flags.session(), not flags.no_warmup, root.resolve() if root else None, failing
     )
+    if flags.approve_if_ready:
+        from pipeline.runs.lifecycle import check_approvals
+
+        check_approvals(plan.design)
     store = open_store(flags.store, flags.runs_dir)
     try:
         with hold_directory(store, plan.design.root, plan.run_id, flags.wait) as lock:
@@ -176,7 +220,7 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             store.register(run.run_dir)
             if not flags.as_json and not flags.show.quiet:
                 typer.echo(f"run {run.run_id}", err=True)
-            run_and_report(run, False, flags.show, store, lock)
+            run_and_report(run, False, flags.show, store, lock, flags.approve_if_ready)
     finally:
         store.close()
 
@@ -201,6 +245,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         quiet: QuietOpt = False,
         verbose: VerboseOpt = False,
         no_diff: NoDiffOpt = False,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         flags = RunFlags(
             model=model,
@@ -218,6 +263,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             store=store,
             force=force,
             show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
+            approve_if_ready=approve_if_ready,
         )
         start_creation(kind, directory, flags)
 
@@ -260,6 +306,7 @@ def resume(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     no_diff: NoDiffOpt = False,
+    approve_if_ready: ApproveOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     flags = ResumeFlags(
@@ -272,6 +319,7 @@ def resume(
         store=store,
         max_requests=max_requests,
         show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
+        approve_if_ready=approve_if_ready,
     )
     resume_run(run_id, flags)
 
@@ -296,7 +344,11 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
             refuse_discarded(runs.view(run_id))
             run_dir = runs.run_dir(run_id)
             run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
-            run_and_report(run, True, flags.show, runs, lock)
+            if flags.approve_if_ready:
+                from pipeline.runs.lifecycle import check_approvals
+
+                check_approvals(run.design)
+            run_and_report(run, True, flags.show, runs, lock, flags.approve_if_ready)
     finally:
         runs.close()
 

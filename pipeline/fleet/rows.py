@@ -43,6 +43,7 @@ EXIT_RANK = (
     ExitCode.BUDGET,
     ExitCode.GATE_PAUSED,
     ExitCode.FINDINGS,
+    ExitCode.REFUSED,
     ExitCode.OK,
 )
 """The batch's exit code is its directories' most urgent one, in this order (docs/scale.md)."""
@@ -63,6 +64,8 @@ class BatchOptions:
     out of the input fingerprint."""
     force: bool = False
     """Run every directory: no skip on unchanged inputs, and over later work (kept under runs/)."""
+    approve_if_ready: bool = False
+    """Accept each run's revisions when every condition holds (runs.lifecycle.approve_if_ready)."""
 
 
 @dataclass(slots=True)
@@ -84,6 +87,8 @@ class Row:
     started: str | None = None
     findings: list[Finding] = field(default_factory=list)
     """What remains at the end of the run (each with its file, line and quote)."""
+    approval: dict[str, Any] | None = None
+    """What --approve-if-ready did for the run (the approval made, or the named refusal)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,7 +104,7 @@ class Row:
             "cache_hits": self.cache_hits,
             "message": self.message,
             "findings": [f.to_json() for f in self.findings],
-        }
+        } | ({"approval": self.approval} if self.approval is not None else {})
 
     def end(self, action: str, code: ExitCode, message: str | None) -> None:
         self.action, self.exit_code, self.message = action, int(code), message

@@ -29,6 +29,7 @@ from pipeline.graph.warmup import WarmUp
 from pipeline.runs.event_log import EventLog
 from pipeline.runs.events import SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
+from pipeline.runs.revisions import RevisionStore
 from pipeline.runs.snapshot import snapshot_reader
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
@@ -51,6 +52,10 @@ class RunDeps:
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
+    revisions: RevisionStore | None = None
+    """The run store's revisions (None: the local store of the run's runs directory)."""
+    requested_by: str = "cli"
+    """Who asked for the run: cli, batch, worker or studio (recorded with each revision)."""
 
     def warms_up(self, role: Role) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""

@@ -24,6 +24,7 @@ from pipeline.formats.textio import atomic_write
 from pipeline.graph import story
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.diff import file_diffs, unified
+from pipeline.graph.lifecycle import record_revisions
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -164,6 +165,7 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
         extra=extra,
         one_line=parts.one_line,
     )
+    record_revisions(deps, state, entry)  # the entry names each revision the run leaves
     entry, withheld = withhold_log_words(deps.design, entry)
     deps.fence()
     result = append_entry(deps.design.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)

@@ -117,6 +117,7 @@ async def execute(
     store: RunStore | None = None,
     saver: Saver | None = None,
     lock: RunLock | None = None,
+    requested_by: str = "cli",
 ) -> RunResult:
     """Run (or resume) the graph for a run until it finishes, pauses or stops.
 
@@ -126,7 +127,8 @@ async def execute(
     run's thread keeps only its latest checkpoint (retention). ``lock``, the directory's lock
     the caller holds, is watched for the whole run and checked before the finish's writes
     (graph.watch): a run that loses it stops with LockLost. A resume that cannot go on at all
-    raises NotResumable before it writes anything."""
+    raises NotResumable before it writes anything. ``requested_by`` (cli, batch, worker) is
+    recorded with the revisions the run leaves."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
     store = store or LocalStore(run.session.runs_dir)
@@ -134,11 +136,17 @@ async def execute(
     if shared is not None:
         run.session.runtime.cache = shared
     try:
+
+        def equip(deps: RunDeps) -> None:
+            deps.revisions, deps.requested_by = store.revisions(), requested_by
+            if configure is not None:
+                configure(deps)
+
         if saver is not None:
-            result = await _execute(run, resume, listener, configure, store, saver, lock)
+            result = await _execute(run, resume, listener, equip, store, saver, lock)
         else:
             async with _open(run, resume, store) as opened:
-                result = await _execute(run, resume, listener, configure, store, opened, lock)
+                result = await _execute(run, resume, listener, equip, store, opened, lock)
         ran = {item.role for item in result.state.usage} if result.state is not None else set()
         result.models = roles_played(ran, run.session.runtime.model_specs)
         return result

@@ -15,7 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 from pipeline.formats.kinds import Kind, Role, RunVerdict, Status
 from pipeline.runs.check_events import AnyCheck
@@ -142,6 +142,27 @@ class Wrote(BaseEvent):
     files: dict[str, str | None] = Field(default_factory=dict)
 
 
+class RevisionRef(BaseModel):
+    """One revision a run recorded, as its event names it (formats.revisions.Revision)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    number: int
+    sha256: str
+    path: str = ""
+    """The document's path in the design directory."""
+
+
+class RevisionRecorded(BaseEvent):
+    """The revisions the finish recorded of the documents the run leaves (docs/lifecycle.md),
+    by document (design, mechanics, final, final-mechanics); at phase 4 also the design.md it
+    finalised (``<number or ->:<sha256>``)."""
+
+    type: Literal["revision"] = "revision"
+    files: dict[str, RevisionRef] = Field(default_factory=dict)
+    finalised: str | None = None
+
+
 class Stopped(BaseEvent):
     type: Literal["stopped"] = "stopped"
     message: str = ""
@@ -226,6 +247,7 @@ TYPES: dict[str, str] = {
     "review_log": "review_log",
     "outcome": "outcome",
     "wrote": "wrote",
+    "revision": "revision",
     "stopped": "stopped",
     "paused": "paused",
     "discarded": "discarded",
@@ -254,6 +276,7 @@ Event = Annotated[
     | Annotated[ReviewLogged, Tag("review_log")]
     | Annotated[Finished, Tag("outcome")]
     | Annotated[Wrote, Tag("wrote")]
+    | Annotated[RevisionRecorded, Tag("revision")]
     | Annotated[Stopped, Tag("stopped")]
     | Annotated[Paused, Tag("paused")]
     | Annotated[Discarded, Tag("discarded")]

@@ -41,13 +41,15 @@ from pathlib import Path
 from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
+from pipeline.formats.approvals import NAME as APPROVALS
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
 
 BIG = 4 * 2**20
 CHUNK = 2**20
-DESIGN_NAMES = frozenset({"_workflow", "design-final.md", "design-mechanics-final.md"})
-"""The documents designloop writes in every design directory: never anyone's code."""
+DESIGN_NAMES = frozenset({"_workflow", "design-final.md", "design-mechanics-final.md", APPROVALS})
+"""The documents designloop writes in every design directory (the approvals file included: an
+approval never makes a batch run again): never anyone's code."""
 
 
 def version() -> str:

@@ -18,7 +18,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pipeline.formats.findings import Finding
 from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
 from pipeline.runs.event_log import read_events
-from pipeline.runs.events import Finished, RoundStarted, RunStarted, Settled, Spawned
+from pipeline.runs.events import (
+    Finished,
+    RevisionRecorded,
+    RevisionRef,
+    RoundStarted,
+    RunStarted,
+    Settled,
+    Spawned,
+)
 
 SEVERITIES = ("blocker", "should-fix", "suggestion")
 COLOURS = {"blocker": "#c0392b", "should-fix": "#e67e22", "suggestion": "#95a5a6"}
@@ -83,6 +91,20 @@ class RunReport:
             by["the offline engine" if model == "offline" else model].append(role)
         return "; ".join(f"{model} ({', '.join(roles)})" for model, roles in sorted(by.items()))
 
+    revisions: dict[str, RevisionRef] = field(default_factory=dict)
+    """The revision the run left of each document (its ``revision`` event)."""
+    states: dict[str, str] = field(default_factory=dict)
+    """Each of those revisions' state in the checkout the report is written from (docs/lifecycle.md)."""
+
+    def revision_lines(self) -> list[str]:
+        """``design.md r3 (sha256 …): accepted`` per revision; none for a run before revisions."""
+        out = []
+        for file, rev in sorted(self.revisions.items()):
+            name = (rev.path or file).rsplit("/", 1)[-1]
+            state = self.states.get(file, "state unknown: the directory is not in this checkout")
+            out.append(f"{name} r{rev.number} (sha256 {rev.sha256[:12]}…): {state}")
+        return out
+
     @property
     def tokens(self) -> int:
         return sum(r.tokens for r in self.roles.values())
@@ -137,6 +159,8 @@ def load_report(run_dir: Path) -> RunReport:
             case Finished():
                 report.outcome = event.outcome
                 report.remaining = list(event.findings)
+            case RevisionRecorded():
+                report.revisions = dict(event.files)
     summary = run_dir / "summary.md"
     if summary.is_file():
         report.diff, report.entry = _summary_parts(summary.read_text(encoding="utf-8"))
@@ -242,11 +266,13 @@ def render_markdown(report: RunReport) -> str:
     per_round = "\n".join(
         f"- round {r}: " + ", ".join(f"{c[s]} {s}" for s in SEVERITIES) for r, c in _by_round(report)
     )
+    revisions = "\n".join(f"- {line}" for line in report.revision_lines())
     return (
         f"# Run {report.run_id}\n\n{report.kind} on {report.directory}: **{report.outcome}** after "
         f"{report.rounds} round(s), {report.tokens} tokens, ${report.cost}.\n\n"
         f"Started {report.started or '-'}, took {report.duration}; reviewed by {report.engine()}.\n\n"
         f"## Findings that remain\n\n{md_table(FINDING_HEAD, finding_rows(report.remaining))}\n"
+        f"## Revision\n\n{revisions or '(none recorded)'}\n\n"
         f"## Findings per round\n\n{per_round or '(none)'}\n\n## Findings by section\n\n"
         f"{md_table(SECTION_HEAD, sections)}\n## Settled sections\n\n{settled or '(none)'}\n\n"
         f"## Tokens and cost per role\n\n{md_table(ROLE_HEAD, roles)}\n## Spawns\n\n"
@@ -302,6 +328,7 @@ def findings_html(findings: list[Finding]) -> str:
 def render_html(report: RunReport) -> str:
     sections, roles, spawns = _rows(report)
     legend = "".join(f'<span style="background:{COLOURS[s]}"></span>{s}' for s in SEVERITIES)
+    revisions = "".join(f"<li>{html.escape(line)}</li>" for line in report.revision_lines())
     settled = "".join(
         f"<li>round {r}: {html.escape(', '.join(n) or '(none)')}</li>"
         for r, n in sorted(report.settled.items())
@@ -314,6 +341,7 @@ def render_html(report: RunReport) -> str:
         f"{report.tokens} tokens, ${report.cost}.</p><p>Started {html.escape(report.started or '-')}, "
         f"took {report.duration}; reviewed by {html.escape(report.engine())}.</p>"
         f"<h2>Findings that remain</h2>{findings_html(report.remaining)}"
+        f"<h2>Revision</h2><ul>{revisions or '<li>(none recorded)</li>'}</ul>"
         f"<h2>Findings per round</h2>{chart_svg(report)}"
         f'<p class="legend">{legend}</p><h2>Findings by section</h2>{_html_table(SECTION_HEAD, sections)}'
         f"<h2>Settled sections</h2><ul>{settled or '<li>(none)</li>'}</ul>"

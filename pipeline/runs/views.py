@@ -20,6 +20,8 @@ from pipeline.runs.events import (
     OutputsRecorded,
     Paused,
     ReviewLogged,
+    RevisionRecorded,
+    RevisionRef,
     RoundStarted,
     RunStarted,
     SliceSkipped,
@@ -73,6 +75,9 @@ class RunView:
     when the run last recorded it (at its finish, pause, stop or discard)."""
     findings: list[Finding] = field(default_factory=list)
     """What remained at the finish."""
+    revisions: dict[str, RevisionRef] = field(default_factory=dict)
+    """The revision the run recorded of each document (number, sha256, path); none in runs
+    recorded before revisions were."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +94,7 @@ class RunView:
             "unpriced": self.unpriced,
             "cache_hits": self.cache_hits,
             "message": self.message,
+            "revisions": {k: v.model_dump() for k, v in self.revisions.items()},
             "spawns": [asdict(s) for s in self.spawns.values()],
             "checks": self.checks,
         }
@@ -128,6 +134,15 @@ def apply(view: RunView, event: Event) -> None:
             if event.partial is not None:  # what the stopped spawn had spent by then
                 view.tokens += event.partial.total_tokens
                 view.cost += event.partial.cost_usd
+        case Discarded():
+            view.state, view.message = "discarded", event.message
+        case _:
+            _recorded(view, event)
+
+
+def _recorded(view: RunView, event: Event) -> None:
+    """What the finish and a batch record of what the run left: its entry, outcome and files."""
+    match event:
         case ReviewLogged():
             view.review_log_entry = event.entry
         case Finished():
@@ -137,8 +152,8 @@ def apply(view: RunView, event: Event) -> None:
             view.outputs = event.digest
         case Wrote():
             view.wrote.update(event.files)
-        case Discarded():
-            view.state, view.message = "discarded", event.message
+        case RevisionRecorded():
+            view.revisions = dict(event.files)
 
 
 def _spawned(view: RunView, event: Spawned) -> None:
