@@ -70,12 +70,10 @@ def test_piped_output_is_a_valid_diff_with_no_ansi_and_names_the_engine(tmp_path
     patch.write_text(out)
     check = git(repo, "apply", "-R", "--check", str(patch))
     assert check.returncode == 0, check.stderr
-    # Who reviewed: the outcome line and the review-log entry say it.
-    assert (
-        out.rstrip()
-        .splitlines()[-1]
-        .endswith("reviewed by the offline engine for every role (rule-based, no model)")
-    )
+    # Who reviewed: the outcome line and the review-log entry say it (and the revision it left).
+    last = out.rstrip().splitlines()[-1]
+    assert "reviewed by the offline engine for every role (rule-based, no model)" in last
+    assert last.endswith("; design.md r1 candidate")
     assert "**Models**: the offline engine for every role" in d.mutations.read_text()
 
 
@@ -123,9 +121,11 @@ def test_tables_off_a_terminal_are_tab_separated_and_never_cut(tmp_path: Path, m
     run_id = json.loads(done.out)["run_id"]
     listed = run_cli(["runs", "--runs-dir", str(runs)])
     lines = listed.out.splitlines()
-    assert lines[0].split("\t") == ["run", "kind", "state", "round", "outcome", "tokens", "cost", "directory"]
+    header = ["run", "kind", "state", "round", "outcome", "revision", "tokens", "cost", "directory"]
+    assert lines[0].split("\t") == header
     row = lines[1].split("\t")
-    assert row[0] == run_id and row[-1] == "docs/adr/0001" and row[6] == "$0.0000"
+    assert row[0] == run_id and row[-1] == "docs/adr/0001" and row[7] == "$0.0000"
+    assert row[5] == "design.md r1 candidate"
     status = run_cli(["status", run_id, "--runs-dir", str(runs)])
     assert status.out.startswith(f"{run_id} content-edit docs/adr/0001")
     assert all("…" not in line for line in listed.out.splitlines() + status.out.splitlines())
@@ -590,3 +590,25 @@ def test_the_html_report_leads_with_the_findings_and_colours_the_diff(tmp_path: 
     diff = rest.split("<h2>Diff</h2>", 1)[1].split("<h2>", 1)[0]
     assert 'style="' in diff and "eighty columns" in diff  # coloured by Pygments, every line kept
     assert "white-space:pre-wrap" in page  # wrapped, never clipped
+
+
+def test_a_missing_research_log_says_what_to_do_without_naming_a_flag(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    d.research_log.unlink()
+    result = run_cli(["gate", str(d.root)])
+    assert result.code == 2 and "research log not found" in result.err
+    assert "flag" not in result.err and "_workflow/research-log.md" in result.err.split("what to do:")[1]
+
+
+def test_a_store_address_with_a_password_never_reaches_a_hint() -> None:
+    from pipeline.cli import output
+    from pipeline.cli.options import open_store
+
+    output.forget_flags()
+    secret = "postgresql://ci:s3cretpw@127.0.0.1:99999/db"
+    with pytest.raises(Exception):  # noqa: B017 (the port is refused; the flag is remembered first)
+        open_store(secret, None)
+    assert "s3cretpw" not in output.pasteable("designloop runs") and "--store URL" in output.pasteable(
+        "designloop runs"
+    )
+    output.forget_flags()

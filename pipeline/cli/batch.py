@@ -96,7 +96,7 @@ def _table(batch: Batch) -> Table:
 
 
 def present_batch(batch: Batch, quiet: bool = False) -> None:
-    from pipeline.cli.output import say, table, write
+    from pipeline.cli.output import cost_text, say, table, write
 
     if not quiet:
         table(COLUMNS, [_cells(row) for row in batch.rows], title=f"batch {batch.batch_id}")
@@ -107,7 +107,7 @@ def present_batch(batch: Batch, quiet: bool = False) -> None:
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     say(
         f"{totals['directories']} directories: {outcomes}; {totals['spawns']} spawns, "
-        f"{totals['tokens']} tokens, ${totals['cost_usd']}, {totals['cache_hits']} cached calls; "
+        f"{totals['tokens']} tokens, {cost_text(totals['cost_usd'])}, {totals['cache_hits']} cached calls; "
         f"exit {totals['exit_code']}",
         plain=True,
     )

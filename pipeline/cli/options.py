@@ -143,11 +143,12 @@ def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
     """The run store the command works against: --store, DESIGNLOOP_STORE, else local files."""
     from pipeline.runs.store import open_store as open_
 
-    if store is not None:
-        from pipeline.agents.resolve import shown_url
+    if store is not None:  # for the hints; an address with a password is never printed
         from pipeline.cli.output import remember_flag
+        from pipeline.runs.address import redact
 
-        remember_flag("--store", shown_url(store))
+        shown = redact(store)
+        remember_flag("--store", "URL" if "***" in shown or shown != store else store)
     return open_(store, runs_dir_of(runs_dir))
 
 
