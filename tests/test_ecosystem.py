@@ -612,3 +612,19 @@ def test_a_store_address_with_a_password_never_reaches_a_hint() -> None:
         "designloop runs"
     )
     output.forget_flags()
+
+
+def test_a_spawns_start_reaches_the_live_view_and_never_a_store(tmp_path: Path) -> None:
+    from pipeline.runs.event_log import EventLog, read_events
+    from pipeline.runs.events import RoundStarted, SpawnBegun
+
+    log = EventLog(tmp_path)
+    stored: list[object] = []
+    shown: list[object] = []
+    log.subscribe(stored.append)  # a store's publisher
+    log.subscribe(shown.append, notices=True)  # the live view
+    log.emit(RoundStarted(round=1, budget=3))
+    log.notify(SpawnBegun(round=1, role="design-author", model="offline"))
+    assert [type(e) for e in stored] == [RoundStarted]
+    assert [type(e) for e in shown] == [RoundStarted, SpawnBegun]
+    assert [type(e) for e in read_events(tmp_path)] == [RoundStarted]

@@ -230,7 +230,7 @@ def _deps(
     if published is not None:
         deps.events.subscribe(published)
     if listener is not None:
-        deps.events.subscribe(listener)
+        deps.events.subscribe(listener, notices=True)
     if configure is not None:
         configure(deps)
     return deps
