@@ -99,7 +99,7 @@ def test_runs_and_the_report_show_the_revision_and_its_state(tmp_path: Path, act
     code, out, _ = dl(["create", str(d.root)], runs)
     assert code == 0
     listed = run_cli(["runs", "--runs-dir", str(runs), "--json"])
-    [row] = json.loads(listed.out)
+    [row] = json.loads(listed.out)["runs"]
     assert row["revisions"] == [
         {
             "file": "design",
@@ -110,7 +110,7 @@ def test_runs_and_the_report_show_the_revision_and_its_state(tmp_path: Path, act
         }
     ]
     assert dl(["approve", str(d.root)], runs)[0] == 0
-    [row] = json.loads(run_cli(["runs", "--runs-dir", str(runs), "--json"]).out)
+    [row] = json.loads(run_cli(["runs", "--runs-dir", str(runs), "--json"]).out)["runs"]
     assert row["revisions"][0]["state"] == "accepted"
     report = run_cli(["report", out["run_id"], "--runs-dir", str(runs)])
     assert report.code == 0
@@ -141,7 +141,7 @@ def test_records_without_revisions_stay_readable(tmp_path: Path) -> None:
     (runs / "revisions.sqlite").unlink()
     status = dl(["status", str(d.root)], runs)[1]
     assert [g["gap"] for g in status["files"][0]["gaps"]] == ["no-revision"]
-    [row] = json.loads(run_cli(["runs", "--runs-dir", str(runs), "--json"]).out)
+    [row] = json.loads(run_cli(["runs", "--runs-dir", str(runs), "--json"]).out)["runs"]
     assert row["outcome"] == "PASS" and row["revisions"] == []
     assert run_cli(["report", out["run_id"], "--runs-dir", str(runs)]).code == 0
     assert "(none recorded)" in (runs / out["run_id"] / "report.md").read_text()

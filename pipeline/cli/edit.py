@@ -18,10 +18,14 @@ from pipeline.cli.options import (
     EditFlags,
     JsonOpt,
     ModelOpt,
+    NoDiffOpt,
+    QuietOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
+    Show,
     UnfreezeOpt,
+    VerboseOpt,
     WaitOpt,
     parse_fail_on,
     runs_dir_of,
@@ -81,6 +85,9 @@ def edit(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     max_requests: RequestsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    no_diff: NoDiffOpt = False,
     approve_if_ready: ApproveOpt = False,
     unfreeze: UnfreezeOpt = False,
 ) -> None:
@@ -111,6 +118,7 @@ def edit(
         wait=wait,
         as_json=as_json,
         max_requests=max_requests,
+        show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
         approve_if_ready=approve_if_ready,
         unfreeze=unfreeze,
     )
@@ -170,16 +178,14 @@ def run_edit(directory: Path, flags: EditFlags) -> None:
     with hold_directory(store, target.resolve(), run_id, flags.wait) as lock:
         _frozen(target, request.kind, flags)  # decided under the lock: no final run is under way
         run = start_run(plan_edit(request, target, options, chooser, run_id))
-        if not flags.as_json:
+        if not flags.as_json and not flags.show.quiet:
             typer.echo(f"run {run.run_id}", err=True)
-        run_and_report(run, False, flags.as_json, store, lock, flags.approve_if_ready)
+        run_and_report(run, False, flags.show, store, lock, flags.approve_if_ready)
 
 
 def _frozen(target: Path, kind: str, flags: EditFlags) -> None:
     """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so; with
     --approve-if-ready, an approvals file that cannot take the approval is bad input now."""
-    import json
-
     from pipeline.errors import TransitionRefused
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.runs.lifecycle import check_approvals, refuse_frozen
@@ -191,5 +197,7 @@ def _frozen(target: Path, kind: str, flags: EditFlags) -> None:
         refuse_frozen(design, kind, flags.unfreeze)
     except TransitionRefused as exc:
         if flags.as_json:
-            typer.echo(json.dumps({"error": exc.to_json()}, indent=2))
+            from pipeline.cli.output import emit_json
+
+            emit_json({"error": exc.to_json()})
         raise

@@ -6,7 +6,6 @@ on stdout); bad input (a directory that is not a design directory, a damaged fil
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,6 +14,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import DirArg, DirsArg, DocFileOpt, JsonOpt, RunsOpt, StoreFlags, StoreOpt
+from pipeline.cli.output import emit_json
 from pipeline.errors import ExitCode, InputError, TransitionRefused
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def _design(directory: Path) -> DesignDir:
 
 def _refused(exc: TransitionRefused, as_json: bool) -> TransitionRefused:
     if as_json:
-        typer.echo(json.dumps({"error": exc.to_json()}, indent=2))
+        emit_json({"error": exc.to_json()})
     return exc
 
 
@@ -54,7 +54,7 @@ def _transition(action: str, directory: Path, file: str | None, why: str | None,
     except TransitionRefused as exc:
         raise _refused(exc, flags.as_json) from None
     if flags.as_json:
-        typer.echo(json.dumps(done.to_json(), indent=2))
+        emit_json(done.to_json())
         return
     _say_done(done)
 
@@ -123,7 +123,7 @@ def show_status(design: DesignDir, store: RunStore, as_json: bool) -> None:
 
     status = directory_status(design, store, Context(store.runs_dir))
     if as_json:
-        typer.echo(json.dumps(status.to_json(), indent=2))
+        emit_json(status.to_json())
         return
     for line in status_lines(status):
         typer.echo(line)
@@ -213,9 +213,7 @@ def check_ready(directories: list[str], sarif: Path | None, flags: StoreFlags) -
         atomic_write(target, _sarif(statuses))
     everything = all(s.ready for s in statuses)
     if flags.as_json:
-        typer.echo(
-            json.dumps({"ready": everything, "directories": [s.to_json() for s in statuses]}, indent=2)
-        )
+        emit_json({"ready": everything, "directories": [s.to_json() for s in statuses]})
     else:
         for status in statuses:
             for line in status_lines(status) if not status.ready else _ready_line(status):

@@ -3,7 +3,6 @@ from their event logs."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,6 +10,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, RunsOpt, StoreOpt, open_store
+from pipeline.cli.output import cost_text, emit_json, pasteable, say, table
 
 if TYPE_CHECKING:
     from pipeline.errors import InputError
@@ -43,6 +43,8 @@ def status(
 ) -> None:
     """Show a run, replayed from its event log; or, given a design directory, which revision of
     each document is accepted, which is current, and why it is not ready (docs/lifecycle.md)."""
+    from rich.markup import escape
+
     from pipeline.errors import InputError
 
     directory = _directory(run_id)
@@ -62,36 +64,31 @@ def status(
             view = views[-1]
         else:
             view = runs.view(run_id)
+        revisions = _states([view], runs).get(view.run_id, [])
     finally:
         runs.close()
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2))
+        emit_json(view.to_json() | {"revision_states": revisions})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind or '?'} {view.directory}")
-    console.print(
+    say(f"[bold]{escape(view.run_id)}[/bold] {view.kind or '?'} {escape(view.directory)}")
+    say(
         f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
-        f"cost ${view.cost:.4f}, cached calls {view.cache_hits}"
+        f"cost {cost_text(view.cost, view.unpriced)}, cached calls {view.cache_hits}",
+        plain=True,
     )
+    if revisions:
+        left = ", ".join(f"{r['name']} r{r['number']} {r['state']}" for r in revisions)
+        say(f"revisions: {left}", plain=True)
     if view.message:
-        console.print(view.message)
-    table = Table("round", "role", "slice", "status", "findings", "tokens", "cached")
+        say(pasteable(view.message), plain=True)
+    rows = []
     for spawn in view.spawns.values():
         where = f"{spawn.slice[0]}-{spawn.slice[1]}" if spawn.slice else ""
-        table.add_row(
-            str(spawn.round),
-            spawn.role,
-            where,
-            spawn.status,
-            str(spawn.findings),
-            str(spawn.tokens),
-            str(spawn.cache_hits),
+        rows.append(
+            [spawn.round, spawn.role, where, spawn.status, spawn.findings, spawn.tokens, spawn.cache_hits]
         )
-    console.print(table)
+    table(("round", "role", "slice", "status", "findings", "tokens", "cached"), rows)
 
 
 @app.command()
@@ -105,34 +102,31 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
     finally:
         opened.close()
     if as_json:
-        typer.echo(
-            json.dumps(
-                [
-                    {k: v for k, v in view.to_json().items() if k not in ("spawns", "checks")}
-                    | {"revisions": states.get(view.run_id, [])}
-                    for view in views
-                ],
-                indent=2,
-            )
-        )
+        skip = ("spawns", "checks")
+        listed = [
+            {k: v for k, v in view.to_json().items() if k not in skip}
+            | {"revisions": states.get(view.run_id, [])}
+            for view in views
+        ]
+        emit_json({"runs": listed})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("run", "kind", "state", "round", "outcome", "revision", "tokens", "directory")
+    rows = []
     for view in views:
         revision = ", ".join(f"{r['name']} r{r['number']} {r['state']}" for r in states.get(view.run_id, []))
-        table.add_row(
-            view.run_id,
-            view.kind or "?",
-            view.state,
-            str(view.round),
-            view.outcome or "-",
-            revision or "-",
-            str(view.tokens),
-            view.directory,
+        rows.append(
+            [
+                view.run_id,
+                view.kind or "?",
+                view.state,
+                view.round,
+                view.outcome or "-",
+                revision or "-",
+                view.tokens,
+                cost_text(view.cost, view.unpriced),
+                view.directory,
+            ]
         )
-    Console().print(table)
+    table(("run", "kind", "state", "round", "outcome", "revision", "tokens", "cost", "directory"), rows)
 
 
 def _states(views: list[RunView], store: RunStore) -> dict[str, list[dict[str, Any]]]:

@@ -9,6 +9,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, open_store
+from pipeline.cli.output import cost_text, emit_json, table
 
 if TYPE_CHECKING:
     from pipeline.runs.store import RunStore
@@ -73,14 +74,13 @@ def _run_report(run_dir: Path, out: Path | None, store: RunStore) -> list[Path]:
             file: states[file, rev.number] for file, rev in revisions if (file, rev.number) in states
         }
     target = (out or run_dir).resolve()
+    target.mkdir(parents=True, exist_ok=True)
     atomic_write(target / "report.html", render_html(data))
     atomic_write(target / "report.md", render_markdown(data))
     return [target / "report.html", target / "report.md"]
 
 
 def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> list[Path]:
-    import os
-
     from pipeline.errors import InputError
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.batch_report import line_for, render_batch_html, render_batch_markdown
@@ -96,8 +96,10 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
             try:
                 run_dir = store.run_dir(row.run_id)
                 view = store.view(row.run_id)
-                _run_report(run_dir, None, store)
-                link = os.path.relpath(run_dir.resolve() / "report.html", target)
+                # Each run's report beside the batch's, linked relatively: the links work
+                # wherever the directory goes (an uploaded artifact, another machine).
+                _run_report(run_dir, target / "runs" / row.run_id, store)
+                link = f"runs/{row.run_id}/report.html"
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures
         lines.append(line_for(row, view, link))
@@ -115,8 +117,6 @@ def estimate(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the spawns, tokens and cost range a run would take, before running it."""
-    import json
-
     from pipeline.agents.estimate import estimate as estimate_dir
     from pipeline.agents.session import SessionOptions, open_session
     from pipeline.errors import InputError
@@ -139,22 +139,22 @@ def estimate(
         check_inputs(design, kinds[kind])
         rows.append(estimate_dir(design, kinds[kind], session))
     if as_json:
-        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        emit_json({"estimates": [r.to_json() for r in rows]})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("directory", "kind", "slices", "spawns", "tokens", "cost (USD)")
+    cells = []
     for r in rows:
-        cost = f"{r.low.cost:.4f} – {r.high.cost:.4f}"
-        if r.high.unpriced:
-            cost += f" (no price for {', '.join(sorted(r.high.unpriced))})"
-        table.add_row(
-            r.directory,
-            r.kind,
-            str(r.slices),
-            f"{r.low.spawns}–{r.high.spawns}",
-            f"{r.low.tokens}–{r.high.tokens}",
-            cost,
+        low, high = (
+            cost_text(r.low.cost, sorted(r.low.unpriced)),
+            cost_text(r.high.cost, sorted(r.high.unpriced)),
         )
-    Console().print(table)
+        cells.append(
+            [
+                r.directory,
+                r.kind,
+                r.slices,
+                f"{r.low.spawns}–{r.high.spawns}",
+                f"{r.low.tokens}–{r.high.tokens}",
+                f"{low} – {high}",
+            ]
+        )
+    table(("directory", "kind", "slices", "spawns", "tokens", "cost (USD)"), cells)

@@ -27,7 +27,7 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.event_log import EventLog
-from pipeline.runs.events import Spawned, Wrote
+from pipeline.runs.events import SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.runs.revisions import RevisionStore
 from pipeline.runs.snapshot import snapshot_reader
@@ -108,6 +108,8 @@ class RunDeps:
     ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event; ``first_answer`` is
         told when the spawn's first answer arrives (the fan-out's warm-up)."""
+        spec = self.runtime.model_specs.get(params.role, OFFLINE)
+        self.events.notify(SpawnBegun(round=params.round, role=params.role, slice=params.slice, model=spec))
         result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
         role = result.role
         if not is_role(role):

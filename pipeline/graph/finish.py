@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipeline.agents.resolve import engine_summary, roles_played
 from pipeline.errors import WiringError
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import RunVerdict, Target
@@ -144,6 +145,9 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
     finds the first), without the research log's words, right after the lock's fence."""
     assert state.outcome is not None
     blocks = story.entry_blocks(state, state.outcome.remaining)
+    ran = {item.role for item in state.usage}
+    models = f"**Models**: {engine_summary(roles_played(ran, deps.runtime.model_specs))}"
+    blocks = [models, "", *blocks] if ran else blocks
     extra = [*parts.extra, *([""] if parts.extra and blocks else []), *blocks]
     entry = MutationEntry(
         kind=state.kind,

@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from pipeline.agents.resolve import roles_played
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.formats.kinds import CREATION_KINDS, Kind, is_creation_kind
@@ -142,9 +143,13 @@ async def execute(
                 configure(deps)
 
         if saver is not None:
-            return await _execute(run, resume, listener, equip, store, saver, lock)
-        async with _open(run, resume, store) as opened:
-            return await _execute(run, resume, listener, equip, store, opened, lock)
+            result = await _execute(run, resume, listener, equip, store, saver, lock)
+        else:
+            async with _open(run, resume, store) as opened:
+                result = await _execute(run, resume, listener, equip, store, opened, lock)
+        ran = {item.role for item in result.state.usage} if result.state is not None else set()
+        result.models = roles_played(ran, run.session.runtime.model_specs)
+        return result
     except Exception as exc:
         full = space_error(exc, run.session.runs_dir)
         if full is None:
@@ -225,7 +230,7 @@ def _deps(
     if published is not None:
         deps.events.subscribe(published)
     if listener is not None:
-        deps.events.subscribe(listener)
+        deps.events.subscribe(listener, notices=True)
     if configure is not None:
         configure(deps)
     return deps

@@ -213,6 +213,17 @@ class Fixed(BaseEvent):
     editor: int = 0
 
 
+class SpawnBegun(BaseEvent):
+    """A spawn has begun: told to the run's listeners (the live view) and never written, since
+    its ``Spawned`` event records it whole once it ends."""
+
+    type: Literal["spawn_begun"] = "spawn_begun"
+    round: int
+    role: Role
+    slice: tuple[int, int] | None = None
+    model: str = ""
+
+
 class RawEvent(BaseEvent):
     """A line of a type this designloop does not know, kept as it is."""
 

@@ -64,6 +64,8 @@ class RunView:
     checks: list[dict[str, Any]] = field(default_factory=list)
     tokens: int = 0
     cost: Decimal = Decimal(0)
+    unpriced: list[str] = field(default_factory=list)
+    """Models that made requests without a known price (their cost is not in ``cost``)."""
     cache_hits: int = 0
     message: str | None = None
     outputs: str | None = None
@@ -89,6 +91,7 @@ class RunView:
             "review_log_entry": self.review_log_entry,
             "tokens": self.tokens,
             "cost_usd": str(self.cost),
+            "unpriced": self.unpriced,
             "cache_hits": self.cache_hits,
             "message": self.message,
             "revisions": {k: v.model_dump() for k, v in self.revisions.items()},
@@ -168,6 +171,9 @@ def _spawned(view: RunView, event: Spawned) -> None:
     view.tokens += event.tokens
     view.cost += event.cost_usd
     view.cache_hits += event.cache_hits
+    priced = not event.calls or event.cost_usd or event.model in ("", "offline")
+    if not priced and event.model not in view.unpriced:  # a model with no known price: never $0
+        view.unpriced.append(event.model)
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
