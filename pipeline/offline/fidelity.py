@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pipeline.formats.claims import looks_like_path, looks_like_symbol
 from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
 from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.prose import ProseView, parse_prose
@@ -33,10 +34,6 @@ from pipeline.offline.text import (
 
 AS_BUILT = "As built"
 
-IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
-PATH_RE = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*/?$")
-SOURCE_EXT = (".py", ".md", ".toml", ".json", ".yaml", ".yml", ".txt", ".cfg", ".ini", ".sql", ".lua", ".sh")
-
 
 def _finding(
     rule: str,
@@ -48,24 +45,6 @@ def _finding(
 ) -> dict[str, Any]:
     line, quote = at if at else (None, None)
     return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
-
-
-def looks_like_symbol(span: str) -> bool:
-    if not IDENT_RE.match(span):
-        return False
-    bare = span.removesuffix("()")
-    return (
-        "." in bare
-        or "_" in bare.strip("_")
-        or span.endswith("()")
-        or (any(c.isupper() for c in bare[1:]) and any(c.islower() for c in bare))
-    )
-
-
-def looks_like_path(span: str) -> bool:
-    return (
-        bool(PATH_RE.match(span)) and ("/" in span or span.endswith(SOURCE_EXT)) and not span.startswith("/")
-    )
 
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, Entry]]:

@@ -17,8 +17,8 @@ run ended PASS: no run starts and no request is sent. The inputs are
   Both walks (agents.readable) skip version control, virtual environments, caches and build
   output. Left out: the runs directory, every other runs directory under the repository
   (agents.readable.store_dirs), designloop's recorded outputs (agents.readable.byproducts; no
-  role reads them), and every design directory's ``_workflow/`` and phase-4 outputs: the
-  documents designloop writes (counting one directory's documents as another's code would make
+  role reads them), and every design directory's ``_workflow/``, phase-4 outputs and claims
+  ledgers: the documents designloop writes (counting one directory's documents as another's code would make
   the two re-run each other for ever; each directory's own inputs are listed above). Sockets,
   FIFOs and devices are never opened; a file that cannot be read counts by its error. A file
   over 4 MiB counts by its path and size. One batch digests each root once.
@@ -41,13 +41,15 @@ from pathlib import Path
 from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
+from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1
 
 BIG = 4 * 2**20
 CHUNK = 2**20
-DESIGN_NAMES = frozenset({"_workflow", "design-final.md", "design-mechanics-final.md"})
-"""The documents designloop writes in every design directory: never anyone's code."""
+DESIGN_NAMES = DESIGN_DOCS | LEDGER_NAMES
+"""The documents designloop writes in every design directory (and their claims ledgers):
+never anyone's code."""
 
 
 def version() -> str:
