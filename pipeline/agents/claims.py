@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.agents.psi import CodeIndex, Symbol, build_index
+from pipeline.agents.psi_text import bare_name, text_definitions, text_references
 from pipeline.agents.readable import store_dirs
 from pipeline.agents.spans import (
     CodeFile,
@@ -76,10 +77,48 @@ def claims_private(repo_root: Path) -> Callable[[Path], bool]:
     def private(path: Path) -> bool:
         if path.name in DESIGN_DOCS or path.name in LEDGER_NAMES or path.suffix.lower() in documents:
             return True
+        if not stores:
+            return False
         real = path.resolve()
         return any(real == d or real.is_relative_to(d) for d in stores)
 
     return private
+
+
+class Lookup:
+    """The code index as claims ask it, answered from tables built once: definitions by name,
+    qualified name and dotted suffix; every name the code uses; text files searched only when
+    they hold the name at all."""
+
+    def __init__(self, index: CodeIndex) -> None:
+        self.index = index
+        self._defs: dict[str, list[Symbol]] = {}
+        for symbol in index.symbols:
+            parts = symbol.qualified.split(".")
+            keys = {symbol.name, *(".".join(parts[i:]) for i in range(len(parts)))}
+            for key in keys:
+                self._defs.setdefault(key, []).append(symbol)
+        self._used = {r.name for r in index.references} | {s.name for s in index.symbols}
+        self._texts = {rel: "\n".join(lines) for rel, lines in index.texts.items()}
+
+    def definitions(self, query: str) -> list[Symbol]:
+        query = query.strip().strip("`").removesuffix("()")
+        name = bare_name(query)[1]
+        found = list(self._defs.get(query, ()))
+        for rel, text in self._texts.items():
+            if name and name in text:
+                lines = self.index.texts[rel]
+                found += [
+                    Symbol(name, query, "text match", rel, n, lines[n - 1].strip(), exact=False)
+                    for n in text_definitions(query, lines)
+                ]
+        return found
+
+    def named(self, name: str) -> bool:
+        """Whether the code defines or uses ``name`` anywhere (a text file: as a whole word)."""
+        if name in self._used:
+            return True
+        return any(name in text and text_references(name, [text]) for text in self._texts.values())
 
 
 class Grounding:
@@ -90,12 +129,19 @@ class Grounding:
         self.code_root = code_root.resolve()
         self.files = files or CodeFiles(self.repo_root)
         self._index: CodeIndex | None = None
+        self._lookup: Lookup | None = None
 
     @property
     def index(self) -> CodeIndex:
         if self._index is None:
             self._index = build_index(self.repo_root, self.code_root, claims_private(self.repo_root))
         return self._index
+
+    @property
+    def lookup(self) -> Lookup:
+        if self._lookup is None:
+            self._lookup = Lookup(self.index)
+        return self._lookup
 
     def resolve(self, design_file: Path) -> Resolution:
         text = read_text(design_file, what="design").text
@@ -178,15 +224,13 @@ class Grounding:
             return True
         parts = mention.text.removesuffix("()").split(".")
 
-        def named(name: str) -> bool:
-            return bool(self.index.references_to(name) or self.index.definitions(name))
-
+        named = self.lookup.named
         if len(parts) == 1:
             return not named(parts[0])
         head = parts[0]
         if not named(head):
             return True
-        return bool(self.index.definitions(head)) and not named(parts[-1])
+        return bool(self.lookup.definitions(head)) and not named(parts[-1])
 
     def _candidates(self, rel: str) -> list[str]:
         rel = rel.strip().removeprefix("./").rstrip("/")
@@ -292,7 +336,7 @@ class Grounding:
         self, mention: Mention, mentions: list[Mention], out: Resolution
     ) -> tuple[ClaimEntry, str] | None:
         query = mention.text.removesuffix("()")
-        symbols = [s for s in self.index.definitions(query) if s.file]
+        symbols = [s for s in self.lookup.definitions(query) if s.file]
         if not mention.strong or mention.fenced:
             # A plain word or an example's name: a parsed definition, or the one text match.
             parsed = [s for s in symbols if s.exact]

@@ -148,7 +148,7 @@ class Drift:
             if spans:
                 span = min(spans, key=lambda s: abs(s.first - entry.first))
                 return "changed", _changed(entry, code, span), _where(code.rel, span.first, span.last)
-        elsewhere = [s for s in grounding.index.definitions(symbol) if s.file != entry.file and s.exact]
+        elsewhere = [s for s in grounding.lookup.definitions(symbol) if s.file != entry.file and s.exact]
         for s in elsewhere:
             other = self._files.get(s.file)
             if not isinstance(other, CodeFile):

@@ -214,8 +214,12 @@ def run_claims(argv: list[str]) -> int:
     from pipeline.settings import repo_root
 
     directories = claim_directories(args.directories, Path.cwd())
-    roots = [(d, repo_root(d)) for d in directories]
-    groundings = [(d, root, Grounding(root, _code_root(d, root))) for d, root in roots]  # all checked first
+    shared: dict[tuple[Path, Path], Grounding] = {}  # one index per code root
+    groundings = []
+    for d in directories:  # every directory checked before any ledger is written
+        root = repo_root(d)
+        code = _code_root(d, root)
+        groundings.append((d, root, shared.setdefault((root, code), Grounding(root, code))))
     rows: list[dict[str, object]] = []
     for directory, root, grounding in groundings:
         for design in design_files(directory):
