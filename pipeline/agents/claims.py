@@ -158,6 +158,10 @@ class Grounding:
             if literals and texts:
                 entries = self._literals(entries, texts, literals, design_rel, doc.section_name_at, out)
             out.ledger.claims.extend(entries)
+        if claims.mentions and not self.index.sources:
+            out.notes.append(
+                f"no code PSI can read under {out.ledger.code_root}: the names were not checked"
+            )
         out.ledger.claims.sort(key=lambda e: (e.line, e.mention, e.file, e.first))
         out.findings.sort(key=lambda f: (f.line or 0, f.rule, f.quote or ""))
         return out
@@ -182,7 +186,7 @@ class Grounding:
             if found is not None:
                 entries.append(found[0])
                 texts.append(found[1])
-            elif mention.strong and self._nowhere(mention):
+            elif mention.strong and self.index.sources and self._nowhere(mention):
                 out.findings.append(self._unresolved(mention, design_rel, section))
         return entries, texts
 

@@ -57,6 +57,25 @@ class ClaimEntry(BaseModel):
     """The values its sentence quotes that the span holds (numbers normalised)."""
 
 
+class ClaimRef(BaseModel):
+    """A claim as a reviewer is handed it: the draft's line and sentence, and the code span
+    (``file``, lines ``first`` to ``last``) the sentence rests on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: int
+    quote: str
+    mention: str
+    symbol: str | None = None
+    file: str
+    first: int
+    last: int
+
+    @classmethod
+    def of(cls, entry: ClaimEntry) -> ClaimRef:
+        return cls.model_validate(entry.model_dump(include=set(cls.model_fields)))
+
+
 class Ledger(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

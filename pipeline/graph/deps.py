@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from pipeline.agents.claims import Grounding
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
@@ -43,6 +44,25 @@ class RunDeps:
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
+    _grounding: Grounding | None = None
+
+    @property
+    def grounding(self) -> Grounding:
+        """The design's claims resolved against its code root (agents.claims); the code index is
+        built once per run (the run writes no code, and no claim resolves to a design document)."""
+        if self._grounding is None:
+            self._grounding = Grounding(self.design.repo_root, self.design.code_root)
+        return self._grounding
+
+    def refresh_claims(self, kind: str) -> None:
+        """Write the claims ledger of every document a run of ``kind`` writes, from the bytes on
+        disk and the code (no model), and record how many claims each holds."""
+        counts: dict[str, int] = {}
+        for path in written_files(self.design, kind):
+            if path.is_file():
+                resolution, _ = self.grounding.refresh(path)
+                counts[self.rel(path)] = len(resolution.ledger.claims)
+        self.events.emit("claims", files=counts)
 
     def warms_up(self, role: str) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""

@@ -230,6 +230,7 @@ def record_outcome(deps: RunDeps, state: RunState | EditState, line: str) -> Non
     and writes it no second time."""
     assert state.outcome is not None
     if not deps.events.recorded("outcome"):
+        deps.refresh_claims(state.kind)
         deps.record_wrote(state.kind)
         deps.events.emit(
             "outcome",

@@ -1,0 +1,117 @@
+"""Claims in the loop: every run that writes a design file writes its ledger; the claim check
+runs with the mechanical checks (phase 1 and 4) and its findings go to the author; with a
+model, the fidelity check is handed the claims and the spans they rest on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentkit import make_repo
+from conftest import run_cli
+from graphkit import PASS, go, returns, start, writes
+
+from pipeline.agents.drift import Drift
+from pipeline.formats.claims_ledger import ledger_path, load_ledger
+from pipeline.runs.events import read_events
+
+DRAFT = """# Rate limiting
+
+## Overview
+
+A token bucket per tenant limits requests. `TokenBucket.take` refills before it takes.
+`TokenBucket.tkae` is a name the code does not have.
+
+## Buckets
+
+**TL;DR:** One bucket per tenant and route.
+
+`MemoryStore` keeps every bucket in one dictionary.
+"""
+
+
+def spawns(run_dir: Path, role: str) -> list[dict[str, Any]]:
+    return [e for e in read_events(run_dir) if e["type"] == "spawn" and e["role"] == role]
+
+
+def test_a_run_writes_the_ledger_of_what_it_wrote(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    assert run_cli(["create", str(d.root), *runs, "--json"]).code == 0
+    ledger = load_ledger(ledger_path(d.design))
+    assert ledger.design == "design.md" and ledger.claims
+    assert run_cli(["final", str(d.root), *runs, "--json"]).code == 0
+    final = load_ledger(ledger_path(d.final))
+    assert final.design == "design-final.md"
+    assert {e.file for e in final.claims} <= {
+        p.relative_to(d.repo_root).as_posix() for p in d.code_root.rglob("*")
+    }
+    # the ledgers hold what the code is now: drift finds every claim current
+    drift = Drift(d.repo_root)
+    for document in (d.design, d.final):
+        states = drift.check(document, load_ledger(ledger_path(document)))
+        assert states and all(s.status == "current" for s in states)
+
+
+def test_the_claim_check_runs_with_the_mechanical_checks_and_reaches_the_author(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    fixed = DRAFT.replace("`TokenBucket.tkae` is a name the code does not have.\n", "")
+    run_dir = start(d, tmp_path)
+    models = {
+        "design-author": writes(lambda r: DRAFT if r == 1 else fixed),
+        "absorption-check": returns(PASS),
+    }
+    result = go(run_dir, models)
+    checks = [e for e in read_events(run_dir) if e["type"] == "check" and e["check"] == "mechanical"]
+    first = [f for f in checks[0]["found"] if f["rule"].startswith("clm-")]
+    assert [(f["rule"], f["line"], f["quote"], f["role"]) for f in first] == [
+        ("clm-unresolved", 7, "TokenBucket.tkae", "mechanical")  # line 1 is the stamp
+    ]
+    second = [s for s in spawns(run_dir, "design-author") if s["round"] == 2]
+    flagged = json.loads((d.repo_root / second[0]["params"]).read_text())["flagged_passages"]
+    assert [f["rule"] for f in flagged] == ["clm-unresolved"]
+    assert result.state.outcome.verdict == "PASS" and result.state.round == 2
+    assert not [f for f in checks[-1]["found"] if f["rule"].startswith("clm-")]
+
+
+def test_an_unresolved_name_that_stays_is_left_as_should_fix(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path, kind="phase4-creation")
+    result = go(run_dir, {"design-author": writes(lambda r: DRAFT), "fidelity-check": returns(PASS)})
+    assert result.state.outcome.verdict == "SHOULD-FIX REMAINS"
+    left = [(f.rule, f.line, f.file) for f in result.state.outcome.remaining]
+    assert ("clm-unresolved", 6, "docs/adr/0001/design-final.md") in left
+    assert "clm-unresolved" in d.mutations.read_text()
+
+
+def _fidelity_params(d: Any, run_dir: Path) -> dict[str, Any]:
+    [spawn] = [s for s in spawns(run_dir, "fidelity-check") if s["round"] == 1]
+    data: dict[str, Any] = json.loads((d.repo_root / spawn["params"]).read_text())
+    return data
+
+
+def test_with_a_model_the_fidelity_check_gets_each_claim_and_its_span(tmp_path: Path) -> None:
+    from pipeline.offline.engines import offline_model
+
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path, kind="phase4-creation")
+
+    def model(deps: Any) -> None:  # a configured model, answered here by the offline engine
+        deps.runtime.model_specs["fidelity-check"] = "openai:gpt-4.1-mini"
+        deps.runtime.model_overrides["fidelity-check"] = offline_model("fidelity-check")
+
+    go(run_dir, {"design-author": writes(lambda r: DRAFT)}, tweak=model)
+    claims = _fidelity_params(d, run_dir)["claims"]
+    take = next(c for c in claims if c["mention"] == "TokenBucket.take")
+    assert take["line"] == 5
+    assert take["quote"] == "`TokenBucket.take` refills before it takes."
+    assert take["file"] == "code/ratelimit/bucket.py" and 1 <= take["first"] <= take["last"]
+    assert set(take) == {"line", "quote", "mention", "symbol", "file", "first", "last"}
+
+
+def test_the_offline_fidelity_check_gets_no_claims(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    run_dir = start(d, tmp_path, kind="phase4-creation")
+    go(run_dir, {"design-author": writes(lambda r: DRAFT)})
+    assert "claims" not in _fidelity_params(d, run_dir)
