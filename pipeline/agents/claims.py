@@ -159,9 +159,7 @@ class Grounding:
                 entries = self._literals(entries, texts, literals, design_rel, doc.section_name_at, out)
             out.ledger.claims.extend(entries)
         if claims.mentions and not self.index.sources:
-            out.notes.append(
-                f"no code PSI can read under {out.ledger.code_root}: the names were not checked"
-            )
+            out.notes.append(f"no code PSI can read under {out.ledger.code_root}: the names were not checked")
         out.ledger.claims.sort(key=lambda e: (e.line, e.mention, e.file, e.first))
         out.findings.sort(key=lambda f: (f.line or 0, f.rule, f.quote or ""))
         return out

@@ -45,6 +45,14 @@ BatchCostOpt = Annotated[
     str | None,
     typer.Option("--batch-max-cost", help="stop every run cleanly once the batch spent this many USD"),
 ]
+StaleOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--stale-only",
+        help="skip by the design inputs and the claims ledgers instead of the whole code: run only "
+        "where a design input changed or a claim went stale",
+    ),
+]
 SarifOpt = Annotated[
     Path | None, typer.Option("--sarif", help="also write the batch's findings as SARIF 2.1.0 to this file")
 ]
@@ -83,6 +91,8 @@ def _present(batch: Batch) -> None:
     for row in batch.rows:
         if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
             errors.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
+        for reason in row.stale:  # --stale-only: why the directory ran again
+            console.print(f"{row.directory}: stale claim: {reason}", markup=False, highlight=False)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     console.print(
@@ -114,6 +124,7 @@ def _run_batch(
     sarif: Path | None = None,
     force: bool = False,
     max_requests: int | None = None,
+    stale_only: bool = False,
 ) -> None:
     from pipeline.agents.session import SessionOptions, check_budget, parse_cost
     from pipeline.errors import InputError
@@ -138,7 +149,17 @@ def _run_batch(
     store = open_store(store_url, runs)
     outputs = (target,) if target is not None else ()
     options = BatchOptions(
-        kind, session, jobs, not no_warmup, failing, wait, batch_budget, cost, outputs, force=force
+        kind,
+        session,
+        jobs,
+        not no_warmup,
+        failing,
+        wait,
+        batch_budget,
+        cost,
+        outputs,
+        force=force,
+        stale_only=stale_only,
     )
     live = not as_json and sys.stdout.isatty()
     try:
@@ -227,6 +248,7 @@ def _register(name: str, kind: str, doc: str) -> None:
         sarif: SarifOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        stale_only: StaleOnlyOpt = False,
     ) -> None:
         _run_batch(
             kind,
@@ -248,6 +270,7 @@ def _register(name: str, kind: str, doc: str) -> None:
             sarif,
             force,
             max_requests,
+            stale_only,
         )
 
     command.__doc__ = doc
@@ -259,7 +282,9 @@ EXITS = """
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
     0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
     alone as edited since its last run. A directory whose last run finished on unchanged inputs
-    is skipped with that outcome reported again; --force runs every directory.
+    is skipped with that outcome reported again; --force runs every directory. With
+    --stale-only the whole code counts for nothing: a directory runs when one of its design
+    inputs changed or a claim of its claims ledger is stale (designloop drift).
     """
 _register(
     "create",

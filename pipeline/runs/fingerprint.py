@@ -147,8 +147,12 @@ class Fingerprints:
             )
         return self._workflow[repo_root]
 
-    def inputs(self, design: DesignDir, kind: str, models: dict[str, str], servers: dict[str, str]) -> str:
-        """``models``: each role's model; ``servers``: each model's server (agents.session.servers)."""
+    def inputs(
+        self, design: DesignDir, kind: str, models: dict[str, str], servers: dict[str, str], code: bool = True
+    ) -> str:
+        """``models``: each role's model; ``servers``: each model's server (agents.session.servers).
+        Without ``code``: everything but the code (``batch --stale-only`` lets the claims
+        ledgers stand for the code)."""
         wide = any(spec != OFFLINE for spec in models.values())
         root = design.repo_root if wide else design.code_root
         parts: list[tuple[str, object]] = [
@@ -157,9 +161,10 @@ class Fingerprints:
             ("models", sorted(models.items())),
             ("servers", sorted(servers.items())),
             ("workflow", self.workflow(design.repo_root)),
-            ("code", self.code(root, design.repo_root, wide)),
-            ("code_root", design.rel(design.code_root)),
         ]
+        if code:
+            parts.append(("code", self.code(root, design.repo_root, wide)))
+        parts.append(("code_root", design.rel(design.code_root)))
         parts += _files(input_files(design, kind), design.root)
         return _hash(parts)
 

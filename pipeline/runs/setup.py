@@ -79,6 +79,8 @@ class RunPlan:
     fail_on: FailOn = "blocker"
     inputs: str | None = None
     """The fingerprint of the inputs, when the caller took one (a batch does)."""
+    design_inputs: str | None = None
+    """The fingerprint of the inputs but the code (a batch takes it too)."""
     overwrite: list[str] = field(default_factory=list)
     """Why the run overwrites later work (it was started with --force anyway)."""
 
@@ -127,6 +129,7 @@ def start_run(plan: RunPlan) -> OpenRun:
         draft=design.rel(plan.target),
         repo_root=str(design.repo_root),
         inputs=plan.inputs,
+        design_inputs=plan.design_inputs,
         overwrote=list(plan.overwrite),
     )
     run_dir = session.runs_dir / plan.run_id
