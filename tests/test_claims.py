@@ -246,3 +246,31 @@ def test_claims_never_resolve_to_documents_or_design_directories(repo: Path) -> 
     design = repo / "docs" / "adr" / "one" / "design-final.md"
     resolution = Grounding(repo, repo).resolve(design)
     assert ("clm-unresolved", "Buckett.take") in {(f.rule, f.quote) for f in resolution.findings}
+
+
+OVERLOADED = """import typing as t
+
+
+class Signer:
+    @t.overload
+    def unsign(self, value: str) -> str: ...
+
+    @t.overload
+    def unsign(self, value: bytes) -> bytes: ...
+
+    def unsign(self, value):
+        return value[:-4]
+"""
+
+
+def test_overloads_are_one_claim_spanning_every_definition(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "signer.py", OVERLOADED)
+    design = write(
+        tmp_path / "docs" / "adr" / "one" / "design-final.md", "# S\n\n`Signer.unsign` drops the tag.\n"
+    )
+    [entry] = Grounding(tmp_path, tmp_path).resolve(design).ledger.claims
+    assert (entry.first, entry.last) == (6, 12)  # from the first overload to the implementation's end
+    write(tmp_path / "signer.py", OVERLOADED.replace("value[:-4]", "value[:-5]"))
+    [again] = Grounding(tmp_path, tmp_path).resolve(design).ledger.claims
+    assert again.fingerprint != entry.fingerprint

@@ -26,11 +26,11 @@ from pipeline.agents.readable import store_dirs
 from pipeline.agents.spans import (
     CodeFile,
     Span,
-    definitions,
     file_fingerprint,
     lines_fingerprint,
     read_code,
     span_fingerprint,
+    symbol_spans,
 )
 from pipeline.formats.claims import LOCATION_RE, LiteralValue, Mention, claim_rules, extract_claims
 from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES, ClaimEntry, Ledger, ledger_path
@@ -356,7 +356,8 @@ class Grounding:
         if isinstance(code, str):
             out.notes.append(f"{chosen.file}: {code}")
             return None
-        span = next((s for s in definitions(code, chosen.qualified) if s.first == chosen.line), None)
+        spans = symbol_spans(code, chosen.qualified)
+        span = next((s for s in spans if s.first <= chosen.line <= s.last), None)
         if span is None:
             span = Span(chosen.name, chosen.qualified, chosen.kind, chosen.line, chosen.end or chosen.line)
         entry = ClaimEntry(

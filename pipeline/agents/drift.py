@@ -30,11 +30,11 @@ from pipeline.agents.spans import (
     CodeFile,
     Span,
     all_definitions,
-    definitions,
     file_fingerprint,
     find_lines,
     lines_fingerprint,
     span_fingerprint,
+    symbol_spans,
 )
 from pipeline.formats.claims_ledger import ClaimEntry, Ledger
 from pipeline.formats.textio import read_text
@@ -141,7 +141,7 @@ class Drift:
     ) -> tuple[Status, str, str | None]:
         symbol = entry.symbol or entry.mention
         if code is not None:
-            spans = definitions(code, symbol)
+            spans = symbol_spans(code, symbol)
             for span in spans:
                 if span_fingerprint(code, span) == entry.fingerprint:
                     return "current", "unchanged", _where(code.rel, span.first, span.last)
@@ -153,8 +153,8 @@ class Drift:
             other = self._files.get(s.file)
             if not isinstance(other, CodeFile):
                 continue
-            for span in definitions(other, s.qualified):
-                if span.first == s.line and span_fingerprint(other, span) == entry.fingerprint:
+            for span in symbol_spans(other, s.qualified):
+                if span.first <= s.line <= span.last and span_fingerprint(other, span) == entry.fingerprint:
                     where = _where(other.rel, span.first, span.last)
                     return "moved", f"`{symbol}` moved from {entry.file} to {where}", where
         if elsewhere:

@@ -100,6 +100,8 @@ class Span:
     kind: str
     first: int
     last: int
+    parts: tuple[Span, ...] = ()
+    """The definitions merged into this one (overloads; a declaration and its body)."""
 
 
 def definitions(code: CodeFile, query: str) -> list[Span]:
@@ -119,8 +121,30 @@ def definitions(code: CodeFile, query: str) -> list[Span]:
 
 
 def all_definitions(code: CodeFile) -> list[Span]:
-    """Every definition a grammar finds in the file (none for a file read as text)."""
-    return [Span(s.name, s.qualified, s.kind, s.line, s.end or s.line) for s in code.symbols]
+    """Every definition a grammar finds in the file (none for a file read as text), those of
+    one qualified name merged."""
+    return merged([Span(s.name, s.qualified, s.kind, s.line, s.end or s.line) for s in code.symbols])
+
+
+def merged(spans: list[Span]) -> list[Span]:
+    """The spans with those of one qualified name merged into one (overloads, a declaration
+    and its definition): it runs from the first one's first line to the last one's last."""
+    groups: dict[str, list[Span]] = {}
+    for span in spans:
+        groups.setdefault(span.qualified, []).append(span)
+    out = []
+    for qualified, group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        first, last = min(g.first for g in group), max(g.last for g in group)
+        out.append(Span(group[0].name, qualified, group[0].kind, first, last, tuple(group)))
+    return sorted(out, key=lambda s: (s.first, s.qualified))
+
+
+def symbol_spans(code: CodeFile, query: str) -> list[Span]:
+    """The definitions of ``query`` in one file, those of one qualified name merged."""
+    return merged(definitions(code, query))
 
 
 def text_end(lines: list[str], start: int) -> int:
@@ -222,7 +246,9 @@ def _significant(tokens: Iterator[str]) -> Iterator[str]:
 
 
 def span_fingerprint(code: CodeFile, span: Span) -> str:
-    """A definition's fingerprint, its own name masked."""
+    """A definition's fingerprint, its own name masked (merged ones: each part's, in order)."""
+    if span.parts:
+        return digest([span_fingerprint(code, part) for part in span.parts])
     if code.tree is not None:
         node = _definition_node(code, span)
         if node is not None:
