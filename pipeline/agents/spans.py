@@ -2,7 +2,9 @@
 
 Where PSI has a grammar for a file, a definition's fingerprint is the SHA-256 of its tokens
 (tree-sitter's leaves) without comments, Python docstrings or whitespace, so reformatting,
-re-indenting and comment edits leave it alone and any change of the code changes it. Every
+re-indenting and comment edits leave it alone and any change of the code changes it. A class
+(any scope: a struct, an interface) counts by its own lines: its header, its fields and its
+methods' signatures; a method's body is the claim of the sentences that name the method. Every
 other file is fingerprinted as normalised text: comment lines dropped, a trailing comment cut,
 whitespace collapsed, blank lines ignored. Either way the definition's own name is masked
 (``@name``), so a renamed symbol keeps its fingerprint: that is how a rename is recognised.
@@ -194,7 +196,9 @@ def text_fingerprint(lines: list[str], name: str | None = None, comments: bool =
     return digest(out)
 
 
-def _definition_node(code: CodeFile, span: Span) -> Node | None:
+def _definition_node(code: CodeFile, span: Span) -> tuple[Node, bool] | None:
+    """The definition's node (with its wrapper: a decorator) and whether it is a scope (a class,
+    a struct: its methods' bodies are theirs, not its own)."""
     assert code.tree is not None and code.spec is not None
     wanted = code.spec.definitions
     stack = [code.tree.root_node]
@@ -202,27 +206,33 @@ def _definition_node(code: CodeFile, span: Span) -> Node | None:
         node = stack.pop()
         if node.start_point[0] > span.first - 1 or node.end_point[0] < span.first - 1:
             continue
-        if (
-            node.type in wanted
-            and node.start_point[0] == span.first - 1
-            and node.end_point[0] == span.last - 1
-        ):
+        lines = (node.start_point[0] + 1, node.end_point[0] + 1)
+        if node.type in wanted and lines == (span.first, span.last):
             wrappers = claim_rules().wrappers.get(code.spec.name, frozenset())
             parent = node.parent
-            return parent if parent is not None and parent.type in wrappers else node
+            outer = parent if parent is not None and parent.type in wrappers else node
+            return outer, wanted[node.type].scope
         stack.extend(node.children)
     return None
 
 
-def _tokens(node: Node, code: CodeFile, name: str | None) -> Iterator[str]:
+def _tokens(node: Node, code: CodeFile, name: str | None, outline: bool = False) -> Iterator[str]:
+    """The leaf tokens of ``node`` but comments and docstrings; with ``outline`` (a class), a
+    member function counts by its signature alone (its body is the member's own claim)."""
     assert code.spec is not None
     docstrings = claim_rules().docstrings.get(code.spec.name, frozenset())
+    definitions = code.spec.definitions
     stack = [node]
     while stack:
         current = stack.pop()
         if "comment" in current.type:
             continue
         if current.type in docstrings and all("string" in c.type for c in current.named_children):
+            continue
+        rule = definitions.get(current.type)
+        if outline and current != node and rule is not None and not rule.scope:
+            body = current.child_by_field_name("body")
+            stack.extend(reversed([c for c in current.children if body is None or c != body]))
             continue
         if current.child_count == 0:
             text = (current.text or b"").decode("utf-8", "replace")
@@ -250,9 +260,10 @@ def span_fingerprint(code: CodeFile, span: Span) -> str:
     if span.parts:
         return digest([span_fingerprint(code, part) for part in span.parts])
     if code.tree is not None:
-        node = _definition_node(code, span)
-        if node is not None:
-            return digest(_significant(_tokens(node, code, span.name)))
+        found = _definition_node(code, span)
+        if found is not None:
+            node, outline = found
+            return digest(_significant(_tokens(node, code, span.name, outline)))
     return text_fingerprint(code.lines[span.first - 1 : span.last], span.name)
 
 
