@@ -43,9 +43,8 @@ def test_stale_only_runs_exactly_the_directories_whose_claims_went_stale(tmp_pat
     (adr / "b" / "_workflow" / "plan" / "track-1.md").unlink()  # b: the middleware and the outage path
     assert actions(batch(repo, "--stale-only")) == {"a": "new", "b": "new", "c": "new"}
     cited = {d: (adr / d / "design-final.claims.json").read_text(encoding="utf-8") for d in "abc"}
-    assert (
-        "FallbackStore" not in cited["a"] and "FallbackStore" in cited["b"] and "FallbackStore" in cited["c"]
-    )
+    assert "TokenBucket.take" in cited["a"] and "TokenBucket.take" in cited["c"]
+    assert "TokenBucket.take" not in cited["b"]
 
     # A code change no claim rests on: nothing runs with --stale-only.
     (repo / "code" / "ratelimit" / "extra.py").write_text(
@@ -55,14 +54,19 @@ def test_stale_only_runs_exactly_the_directories_whose_claims_went_stale(tmp_pat
     assert actions(again) == {"a": "skipped", "b": "skipped", "c": "skipped"}
     assert all("every claim current" in r["message"] for r in again["directories"])
 
-    # The body of a symbol b and c rest on (a does not): exactly b and c run.
+    # A method's body the designs name only through its class (FallbackStore): no claim moved.
     store = repo / "code" / "ratelimit" / "store.py"
     edit(store, "        except ConnectionError:", "        except (ConnectionError, TimeoutError):")
+    assert actions(batch(repo, "--stale-only")) == {"a": "skipped", "b": "skipped", "c": "skipped"}
+
+    # The body of a method a and c name (b does not): exactly a and c run.
+    bucket = repo / "code" / "ratelimit" / "bucket.py"
+    edit(bucket, "        if current.tokens >= cost:", "        if current.tokens > cost:")
     stale = batch(repo, "--stale-only")
-    assert actions(stale) == {"a": "skipped", "b": "new", "c": "new"}
+    assert actions(stale) == {"a": "new", "b": "skipped", "c": "new"}
     by_name = {Path(r["directory"]).name: r for r in stale["directories"]}
-    assert any("FallbackStore" in reason for reason in by_name["b"]["stale_claims"])
-    assert by_name["a"]["stale_claims"] == []
+    assert any("TokenBucket.take" in reason for reason in by_name["a"]["stale_claims"])
+    assert by_name["b"]["stale_claims"] == []
     # the runs wrote the ledgers afresh: nothing is stale any more
     assert actions(batch(repo, "--stale-only")) == {"a": "skipped", "b": "skipped", "c": "skipped"}
 
