@@ -142,7 +142,9 @@ def main() -> None:
         for n in range(100):  # layout and comments only (no line moves: the locations stay true)
             path = root / f"pkg{n}" / "limits.py"
             path.write_text(
-                path.read_text().replace("    def take(self, cost):", "    def take( self,  cost ):  # take some")
+                path.read_text().replace(
+                    "    def take(self, cost):", "    def take( self,  cost ):  # take some"
+                )
             )
         _, layout_code, out = median_of(root, 1, "drift", "docs/adr/*", "--json")
         layout = json.loads(out)

@@ -274,3 +274,15 @@ def test_overloads_are_one_claim_spanning_every_definition(tmp_path: Path) -> No
     write(tmp_path / "signer.py", OVERLOADED.replace("value[:-4]", "value[:-5]"))
     [again] = Grounding(tmp_path, tmp_path).resolve(design).ledger.claims
     assert again.fingerprint != entry.fingerprint
+
+
+def test_the_psi_tool_never_reads_a_claims_ledger(repo: Path) -> None:
+    from pipeline.agents.tools import ToolContext
+
+    design = repo / "docs" / "adr" / "one" / "design-final.md"
+    Grounding(repo, repo).refresh(design)
+    assert "Bucket.take" in ledger_path(design).read_text(encoding="utf-8")
+    index = ToolContext(role="fidelity-check", repo_root=repo).index()
+    assert ledger_path(design).relative_to(repo).as_posix() not in index.files
+    assert not [r for r in index.references_to("Bucket") if r.file.endswith(".claims.json")]
+    assert [r for r in index.references_to("Bucket") if r.file == "docs/adr/one/design-final.md"]
