@@ -115,3 +115,30 @@ def test_the_offline_fidelity_check_gets_no_claims(tmp_path: Path) -> None:
     run_dir = start(d, tmp_path, kind="phase4-creation")
     go(run_dir, {"design-author": writes(lambda r: DRAFT)})
     assert "claims" not in _fidelity_params(d, run_dir)
+
+
+def test_an_edit_writes_the_ledger_afresh(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    assert run_cli(["create", str(d.root), *runs]).code == 0
+    before = load_ledger(ledger_path(d.design))
+    assert "RedisStore" not in {e.mention for e in before.claims}
+    result = run_cli(
+        [
+            "edit",
+            str(d.root),
+            "--kind",
+            "content-edit",
+            "--section",
+            "Overview",
+            "--old",
+            "The public API has no per-tenant limit.",
+            "--new",
+            "The public API has no per-tenant limit; `RedisStore` will hold the buckets.",
+            *runs,
+        ]
+    )
+    assert result.code in (0, 1), result.err
+    after = load_ledger(ledger_path(d.design))
+    store = next(e for e in after.claims if e.mention == "RedisStore")
+    assert store.file == "code/ratelimit/store.py" and store.kind == "symbol"

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pipeline.agents.claims import Grounding, holds_value
+from pipeline.agents.claims import Grounding
+from pipeline.agents.code_lookup import holds_value
 from pipeline.agents.spans import (
     CodeFile,
     Span,

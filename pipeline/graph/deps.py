@@ -58,11 +58,13 @@ class RunDeps:
         """Write the claims ledger of every document a run of ``kind`` writes, from the bytes on
         disk and the code (no model), and record how many claims each holds."""
         counts: dict[str, int] = {}
+        notes: list[str] = []
         for path in written_files(self.design, kind):
             if path.is_file():
                 resolution, _ = self.grounding.refresh(path)
                 counts[self.rel(path)] = len(resolution.ledger.claims)
-        self.events.emit("claims", files=counts)
+                notes += resolution.notes
+        self.events.emit("claims", files=counts, notes=sorted(set(notes)))
 
     def warms_up(self, role: str) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""
