@@ -213,3 +213,10 @@ def test_sarif_marks_each_stale_claim_at_its_design_line(repo: Path, cli: Cli) -
 def test_a_pattern_naming_no_design_directory_is_bad_input(repo: Path, cli: Cli) -> None:
     result = cli(["drift", "nowhere/*"])
     assert result.code == 2 and "names no design directory" in result.err
+
+
+def test_writing_a_ledger_skips_unreadable_code_with_a_note(repo: Path, cli: Cli) -> None:
+    (repo / "src/server/serve.go").write_bytes(SERVER_GO.encode() + b"// caf\xe9\n")
+    result = cli(["claims", "docs/adr/two"])
+    assert result.code == 0 and "Traceback" not in result.err
+    assert "note: src/server/serve.go: skipped: not UTF-8" in result.out

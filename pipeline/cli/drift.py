@@ -183,6 +183,13 @@ def _write_sarif(target: Path, report: DriftReport) -> None:
         if rule.startswith("drift-")
     }
     atomic_write(target, to_sarif(report.findings(), rules))
+    from pipeline.agents.readable import record_byproducts
+    from pipeline.settings import default_runs_dir, repo_root
+
+    root = repo_root(target.parent)
+    runs = default_runs_dir(root)
+    if runs.is_dir():  # designloop's own output: never an input of a batch (docs/ci.md)
+        record_byproducts(runs, root, [target])
 
 
 def _code_root(directory: Path, root: Path) -> Path:
