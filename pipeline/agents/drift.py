@@ -21,6 +21,7 @@ with a note.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -37,7 +38,8 @@ from pipeline.agents.spans import (
     span_fingerprint,
     symbol_spans,
 )
-from pipeline.formats.claims_ledger import ClaimEntry, Ledger
+from pipeline.errors import InputError
+from pipeline.formats.claims_ledger import ClaimEntry, Ledger, ledger_path, load_ledger
 from pipeline.formats.textio import read_text
 
 Status = Literal["current", "changed", "moved", "renamed", "removed", "quote", "unchecked"]
@@ -184,6 +186,30 @@ class Drift:
                     where = _where(other.rel, span.first, span.last)
                     return "renamed", f"`{entry.symbol}` was renamed to `{span.qualified}` ({where})", where
         return None
+
+
+def stale_claims(repo_root: Path, documents: Iterable[Path]) -> list[str]:
+    """Why the claims of these design documents no longer stand: each stale claim at its design
+    line, a missing or damaged ledger; nothing when every claim is current (a document that
+    does not exist has no claims). ``batch --stale-only`` runs a directory on it; readiness can
+    count it as a gap."""
+    reasons: list[str] = []
+    drift = Drift(repo_root)
+    for document in documents:
+        if not document.is_file():
+            continue
+        ledger = ledger_path(document)
+        rel = document.resolve().relative_to(drift.repo_root).as_posix()
+        if not ledger.is_file():
+            reasons.append(f"{rel} has no claims ledger")
+            continue
+        try:
+            states = drift.check(document, load_ledger(ledger))
+        except InputError as exc:
+            reasons.append(exc.message)
+            continue
+        reasons += [f"{s.design}:{s.line}: {s.entry.mention}: {s.what}" for s in states if s.stale]
+    return reasons
 
 
 def _design_line(lines: list[str], entry: ClaimEntry) -> tuple[int, bool]:

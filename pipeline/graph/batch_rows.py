@@ -23,10 +23,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.drift import Drift
+from pipeline.agents.drift import stale_claims
 from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
-from pipeline.formats.claims_ledger import ledger_path, load_ledger
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
 from pipeline.graph.runner import exit_code_for
@@ -298,29 +297,8 @@ def current(row: Row, previous: Previous, plan: RunPlan, kind: str) -> bool:
         return False
     if view.outputs is None or view.outputs != outputs_digest(plan.design, kind):
         return False
-    row.stale = stale_claims(plan.design, kind)
+    row.stale = stale_claims(plan.design.repo_root, output_files(plan.design, kind))
     return not row.stale
-
-
-def stale_claims(design: DesignDir, kind: str) -> list[str]:
-    """Why the claims of what a run of ``kind`` wrote no longer stand: each stale claim at its
-    design line, a missing or damaged ledger; nothing when every claim is current."""
-    reasons: list[str] = []
-    drift = Drift(design.repo_root)
-    for document in output_files(design, kind):
-        if not document.is_file():
-            continue
-        ledger = ledger_path(document)
-        if not ledger.is_file():
-            reasons.append(f"{design.rel(document)} has no claims ledger")
-            continue
-        try:
-            states = drift.check(document, load_ledger(ledger))
-        except InputError as exc:
-            reasons.append(exc.message)
-            continue
-        reasons += [f"{s.design}:{s.line}: {s.entry.mention}: {s.what}" for s in states if s.stale]
-    return reasons
 
 
 def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
