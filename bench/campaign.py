@@ -150,7 +150,6 @@ def full_disk() -> Counter[str] | str:
 
 def _disk_case(point: Path, command: str, leave: int | None, tally: Counter[str]) -> None:
     """One case: ``leave`` None is a disk full before the run (the pre-flight's case)."""
-    import pipeline.runs.edit_setup as edit_setup
     import pipeline.runs.setup as setup
 
     for child in point.iterdir():
@@ -160,14 +159,14 @@ def _disk_case(point: Path, command: str, leave: int | None, tally: Counter[str]
     if command != "create":
         run_cli(["create", str(d.root), "--runs-dir", str(runs), "--json"])
     earlier = disk._debris(point)
-    saved = (setup.check_run_space, edit_setup.check_run_space)
+    saved = setup.check_run_space
     if leave is not None:
-        setup.check_run_space = edit_setup.check_run_space = lambda *a, **k: None  # type: ignore[assignment]
+        setup.check_run_space = lambda *a, **k: None  # type: ignore[assignment]
     filler = disk._fill(point, leave or 0)
     try:
         result = run_cli([*disk.COMMANDS[command](d), "--runs-dir", str(runs), "--json"])
     finally:
-        setup.check_run_space, edit_setup.check_run_space = saved
+        setup.check_run_space = saved
     tally["cases"] += 1
     tally["exit 2"] += result.code == 2
     tally["exit 70"] += result.code == 70

@@ -45,7 +45,8 @@ from corpus import make_log_repo  # noqa: E402
 from loopback import Loopback, Request  # noqa: E402
 
 from pipeline.agents.spawn import prefix_share  # noqa: E402
-from pipeline.runs.events import read_events  # noqa: E402
+from pipeline.runs.event_log import events_of  # noqa: E402
+from pipeline.runs.events import Spawned  # noqa: E402
 
 STAGE = {"design-author": 0, "readability-auditor": 1, "absorption-check": 1, "comprehension-review": 2}
 DESIGNLOOP = [sys.executable, "-m", "pipeline.cli"]
@@ -98,8 +99,8 @@ def anthropic(url: str) -> tuple[list[str], dict[str, str]]:
     }
 
 
-def events(design: Path, run_id: str) -> list[dict[str, Any]]:
-    return read_events(design.parent.parent / "runs" / run_id)
+def spawns_of(design: Path, run_id: str) -> list[Spawned]:
+    return events_of(design.parent.parent / "runs" / run_id, Spawned)
 
 
 def wall_rows(work: Path, decisions: int) -> list[tuple[str, str]]:
@@ -145,8 +146,8 @@ def request_rows(work: Path, decisions: int) -> list[tuple[str, str]]:
         make_log_repo(design.parent.parent, decisions, changed=decisions // 2)
         _, changed = create(design, *args, env=env)
         changed_n = len(server.take())
-    spawns = [e for e in events(design, cold["run_id"]) if e["type"] == "spawn"]
-    slices = sum(1 for e in spawns if e["role"] == "readability-auditor" and e["round"] == 1)
+    spawns = spawns_of(design, cold["run_id"])
+    slices = sum(1 for e in spawns if e.role == "readability-auditor" and e.round == 1)
     return [
         ("requests, cold run", f"{cold_n}  ({slices}-slice design, {cold['outcome']})"),
         ("requests, second identical run", str(again)),
@@ -201,8 +202,8 @@ def warmup_rows(work: Path, decisions: int) -> list[tuple[str, str]]:
             design = make_log_repo(work / f"warm-{name[:4]}", decisions)
             _, out = create(design, *args, env=env)
             sent = server.take()
-        spawns = [e for e in events(design, out["run_id"]) if e["type"] == "spawn"]
-        waits = [float(e.get("warmup_wait") or 0.0) for e in spawns if e["role"] == "readability-auditor"]
+        spawns = spawns_of(design, out["run_id"])
+        waits = [e.warmup_wait or 0.0 for e in spawns if e.role == "readability-auditor"]
         first_turns = sum(1 for r in sent if r.turn == 0)
         rows.append(
             (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pipeline.graph.build import build_graph
+from pipeline.graph.create.build import build_graph
 
 DOC = Path(__file__).resolve().parent / "graph.md"
 

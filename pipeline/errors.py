@@ -82,12 +82,6 @@ class StampViolation(DesignloopError):
     exit_code = ExitCode.INTERNAL
 
 
-class GateOpen(DesignloopError):
-    """The research log's adversarial gate is open or has never run."""
-
-    exit_code = ExitCode.GATE_PAUSED
-
-
 def first_line(exc: BaseException, default: str | None = None) -> str:
     """The first line of an exception's message (a driver's message runs on for lines); when it
     has none, ``default``, else the exception's type."""

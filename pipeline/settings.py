@@ -1,4 +1,4 @@
-"""Defaults from params/ and the user's overrides, read with the standard library only."""
+"""Defaults from params/ and the user's overrides: the TOML files and the tables they hold."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import InputError
+from pipeline.validation import toml_locator, toml_name, validated
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_PARAMS = "designloop.toml"
@@ -69,29 +72,75 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_DEFAULT = Limits()
+Positive = Annotated[int, Field(ge=1)]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Table(BaseModel):
+    """One table of a params file: its keys and nothing else, of their exact types (no "3"
+    read as 3, no true read as 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class PartitionTable(_Table):
+    window: Positive = _DEFAULT.window
+    cap: Positive = _DEFAULT.cap
+    single_slice_max: Positive = _DEFAULT.single_slice_max
+    whole_doc_floor: Positive = _DEFAULT.whole_doc_floor
+
+
+class LoopTable(_Table):
+    iteration_budget: Positive = _DEFAULT.iteration_budget
+    periodic_whole_doc_every: Positive = _DEFAULT.periodic_whole_doc_every
+    sync_suggestion_at: Positive = _DEFAULT.sync_suggestion_at
+
+
+class LimitsTable(_Table):
+    section_length_cap: Positive = _DEFAULT.section_length_cap
+    top_level_line_cap: Positive = _DEFAULT.top_level_line_cap
+    top_level_token_cap: Positive = _DEFAULT.top_level_token_cap
+    chars_per_token: Positive = _DEFAULT.chars_per_token
+
+
+class WorkerSettings(_Table):
+    """``[worker]``: how a queue worker keeps its jobs (docs/scale.md)."""
+
+    heartbeat: Seconds = 20.0
+    """A picked job whose heartbeat is older than this many seconds is taken by another worker
+    (a live worker beats at half this interval)."""
+    dequeue: Seconds = 10.0
+    """An idle worker looks for stale jobs at least this often, in seconds (new jobs arrive at
+    once); a draining worker looks this often whether any job is left."""
+
+
+class ParamsFile(BaseModel):
+    """The tables of a params file (params/defaults.toml, a user's designloop.toml) read here;
+    the file's other tables ([run], [models], ...) are read by their own readers."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    partition: PartitionTable = PartitionTable()
+    loop: LoopTable = LoopTable()
+    limits: LimitsTable = LimitsTable()
+    worker: WorkerSettings = WorkerSettings()
+
+
+def params_file(data: dict[str, Any], source: Path) -> ParamsFile:
+    hint = "write a positive number under its table (see params/defaults.toml)"
+    return validated(ParamsFile, data, source, hint, locate=toml_locator(source), name=toml_name)
+
+
 def limits_from(data: dict[str, Any], source: Path) -> Limits:
-    flat: dict[str, int] = {}
-    known = set(Limits.__dataclass_fields__)
-    for group in ("partition", "loop", "limits"):
-        if not isinstance(data.get(group, {}), dict):
-            raise InputError(
-                f"[{group}] must be a table",
-                file=source,
-                hint="write the settings under a table of that name",
-            )
-        for key, value in data.get(group, {}).items():
-            if key not in known:
-                raise InputError(
-                    f"unknown setting [{group}] {key}", file=source, hint=f"known: {sorted(known)}"
-                )
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InputError(
-                    f"[{group}] {key} must be a positive integer",
-                    file=source,
-                    hint="e.g. window = 200 (see params/defaults.toml)",
-                )
-            flat[key] = value
-    return Limits(**flat)
+    tables = params_file(data, source)
+    return Limits(**tables.partition.model_dump(), **tables.loop.model_dump(), **tables.limits.model_dump())
+
+
+def worker_settings(repo_root: Path | None = None) -> WorkerSettings:
+    """``[worker]`` from the defaults and the user's designloop.toml."""
+    data, source = merged_params(repo_root)
+    return params_file(data, source).worker
 
 
 @cache
@@ -110,11 +159,7 @@ def merged_params(repo_root: Path | None = None) -> tuple[dict[str, Any], Path]:
 
 
 def load_limits(repo_root: Path | None = None) -> Limits:
-    data = default_params()
-    source = data_dir("params") / "defaults.toml"
-    if repo_root is not None and (repo_root / USER_PARAMS).is_file():
-        source = repo_root / USER_PARAMS
-        data = _merge(data, load_toml(source))
+    data, source = merged_params(repo_root)
     return limits_from(data, source)
 
 

@@ -15,10 +15,11 @@ from typing import Any
 from agentkit import make_repo
 
 from pipeline.agents.session import SessionOptions
+from pipeline.fleet.batch import Batch, BatchOptions, BatchRunner
 from pipeline.formats.kinds import PHASE1
-from pipeline.graph.batch import Batch, BatchOptions, BatchRunner
 from pipeline.graph.deps import RunDeps
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Event
 from pipeline.runs.store import LocalStore, RunStore
 
 OPEN_GATE = "\n### 2026-12-01 — NEEDS REVISION\n- [ ] blocker: the refill rate per route is not decided.\n"
@@ -53,7 +54,7 @@ def run_batch(
     return asyncio.run(runner.run([repo / "docs" / "adr" / n for n in names]))
 
 
-def all_events(runs: Path) -> list[dict[str, Any]]:
+def all_events(runs: Path) -> list[Event]:
     return [e for d in sorted(runs.iterdir()) if (d / "events.jsonl").is_file() for e in read_events(d)]
 
 

@@ -82,3 +82,14 @@ def body(name: str, text: str = "Prose.", footer: str | None = None) -> str:
 
 
 from pgkit import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real PostgreSQL server)
+
+SLOW_FIXTURES = frozenset({"pg_server", "pg_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts a PostgreSQL server is slow, whether or not it says so: ``pytest -m
+    "not slow"`` (the inner loop) leaves it, and every test that starts designloop processes
+    (marked ``slow`` where it is written), to the full run."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

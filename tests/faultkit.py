@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 TESTS = Path(__file__).resolve().parent
 KILLED = 137
@@ -88,7 +88,7 @@ class ScriptedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

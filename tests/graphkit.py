@@ -5,36 +5,54 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pipeline.agents.session import SessionOptions
+from pipeline.formats.contracts import AuthorOutput, ReviewOutput, Verdict
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.findings import Finding, Severity
+from pipeline.formats.kinds import CreationKind
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
-from pipeline.graph.runner import RunResult, execute
-from pipeline.offline.driver import engine_model
-from pipeline.offline.observe import Observations
-from pipeline.runs.setup import prepare_run
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute
+from pipeline.offline.driver import Engine, Output, engine_model
+from pipeline.offline.observe import Observations, required
+from pipeline.runs.setup import plan_run, start_run
 
-Engine = Callable[[dict[str, Any], Observations], dict[str, Any]]
-PASS: dict[str, Any] = {"verdict": "PASS", "findings": []}
+PASS = ReviewOutput(verdict="PASS")
 
 
 def finding(
-    rule: str, severity: str = "should-fix", section: str | None = None, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "severity": severity,
-        "section": section,
-        "quote": extra.pop("quote", None),
-        "rule": rule,
-        "message": extra.pop("message", f"{rule} finding"),
-        "suggested_fix": "fix it",
-        "decision_shaped": extra.pop("decision_shaped", False),
-    }
+    rule: str,
+    severity: Severity = "should-fix",
+    section: str | None = None,
+    quote: str | None = None,
+    message: str | None = None,
+    decision_shaped: bool = False,
+) -> Finding:
+    return Finding(
+        severity=severity,
+        section=section,
+        quote=quote,
+        rule=rule,
+        message=message or f"{rule} finding",
+        suggested_fix="fix it",
+        decision_shaped=decision_shaped,
+    )
 
 
-def returns(output: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]) -> Engine:
-    def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+def review(*findings: Finding) -> ReviewOutput:
+    """The verdict the findings call for."""
+    return ReviewOutput.of(list(findings))
+
+
+def malformed(verdict: Verdict, *findings: Finding) -> ReviewOutput:
+    """An output that breaks the contract (PASS beside a blocking finding), as a model may return."""
+    return ReviewOutput.model_construct(verdict=verdict, findings=list(findings))
+
+
+def returns(output: Output | Callable[[SpawnParams], Output]) -> Engine:
+    def run(params: SpawnParams, obs: Observations) -> Output:
         return output(params) if callable(output) else output
 
     return run
@@ -43,10 +61,11 @@ def returns(output: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]])
 def writes(text: Callable[[int], str]) -> Engine:
     """An author that writes ``text(round)`` to its output path."""
 
-    def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-        result = obs.call("write", path=params["output_path"], content=text(int(params["round"])))
+    def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
+        path = required(params.output_path, "output_path")
+        result = obs.call("write", path=path, content=text(params.round))
         assert result.startswith("wrote"), result
-        return {"summary": f"wrote round {params['round']}", "output_path": params["output_path"]}
+        return AuthorOutput(summary=f"wrote round {params.round}", output_path=path)
 
     return run
 
@@ -75,8 +94,8 @@ def long_design(flag_word: str | None = None, sections: int = 14) -> str:
     return "\n".join(out)
 
 
-def start(d: DesignDir, tmp: Path, kind: str = "phase1-creation", warmup: bool = False) -> Path:
-    return prepare_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup).run_dir
+def start(d: DesignDir, tmp: Path, kind: CreationKind = "phase1-creation", warmup: bool = False) -> Path:
+    return start_run(plan_run(kind, d.root, SessionOptions(runs_dir=tmp / "runs"), warmup)).run_dir
 
 
 def go(

@@ -10,11 +10,11 @@ import secrets
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-PG_SH = ROOT / ".ci" / "pg.sh"
+PG_SH = Path(__file__).resolve().parent.parent / ".ci" / "pg.sh"
 
 
 def server_binaries() -> bool:
@@ -49,12 +49,13 @@ def pg_server() -> Iterator[str]:
 def pg_url(pg_server: str) -> Iterator[str]:
     """A fresh database on the session's server."""
     import psycopg
+    from psycopg import sql
 
     name = f"t_{secrets.token_hex(4)}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield pg_server.rsplit("/", 1)[0] + f"/{name}"
     finally:
         with psycopg.connect(pg_server, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

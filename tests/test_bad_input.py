@@ -355,13 +355,9 @@ def test_a_directory_the_process_may_not_write_is_refused_up_front(
 ) -> None:
     """The same check as above, for a process the permission bits do not stop (the superuser
     on a read-only mount): what os.access says decides, before anything is written."""
-    import pipeline.runs.preflight as preflight
-
     workflow = world.d.workflow
     real_access = os.access
-    monkeypatch.setattr(
-        preflight.os, "access", lambda p, mode: False if Path(p) == workflow else real_access(p, mode)
-    )
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == workflow else real_access(p, mode))
     args = [command, world.dir] if command != "review" else [command, "comprehension-review", world.dir]
     before = snapshot(world.tmp)
     result = run_cli([*args, *world.rd()])

@@ -203,6 +203,10 @@ SETTINGS = {
     "[partition] window = 1.5": "[partition]\nwindow = 1.5\n",
     "[loop] iteration_budget = -1": "[loop]\niteration_budget = -1\n",
     "[limits] an unknown setting": "[limits]\nspeed = 3\n",
+    "[limits] a setting of another table": "[limits]\nwindow = 3\n",
+    "[worker] heartbeat = 0": "[worker]\nheartbeat = 0\n",
+    "[worker] dequeue = nan": "[worker]\ndequeue = nan\n",
+    "[worker] an unknown setting": "[worker]\npoll = 1\n",
 }
 for _setting, _toml in SETTINGS.items():
     for _command, _args in {

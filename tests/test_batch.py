@@ -9,12 +9,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from batchkit import HeldLock, all_events, batch_repo, cli_json, open_gate, rows, run_batch
-from graphkit import finding, returns
+from graphkit import finding, returns, review
 
 from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
+from pipeline.runs.events import RoundStarted, Spawned
 from pipeline.runs.lock import LOCK_NAME
 from pipeline.runs.views import read_view
 
@@ -27,7 +29,7 @@ def blocks_in(name: str) -> Any:
             blocker = finding(
                 "cr-undefined-term", severity="blocker", section="Overview", quote="token bucket"
             )
-            engine = returns({"verdict": "NEEDS REVISION", "findings": [blocker]})
+            engine = returns(review(blocker))
             deps.runtime.model_overrides["comprehension-review"] = engine_model(
                 "comprehension-review", engine
             )
@@ -36,7 +38,7 @@ def blocks_in(name: str) -> Any:
 
 
 def spawn_count(runs: Path) -> int:
-    return sum(e["type"] == "spawn" for e in all_events(runs))
+    return sum(isinstance(e, Spawned) for e in all_events(runs))
 
 
 def test_a_mix_of_outcomes_none_stops_the_others_and_the_exit_is_the_most_urgent(tmp_path: Path) -> None:
@@ -73,6 +75,7 @@ def test_a_mix_of_outcomes_none_stops_the_others_and_the_exit_is_the_most_urgent
     assert totals["directories"] == 3 and totals["skipped"] == 2 and totals["resumed"] == 1
 
 
+@pytest.mark.slow
 def test_the_command_prints_one_object_per_directory_and_totals(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
@@ -112,6 +115,7 @@ def test_unchanged_inputs_are_skipped_without_a_request_and_any_change_runs_agai
     assert [r.action for r in fourth.rows] == ["new", "edited", "new"]
 
 
+@pytest.mark.slow
 def test_a_directory_another_process_holds_is_busy_and_the_others_run(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     held = HeldLock(repo / "docs" / "adr" / "a")
@@ -128,6 +132,7 @@ def test_a_directory_another_process_holds_is_busy_and_the_others_run(tmp_path: 
     assert code == 0 and [d["action"] for d in out["directories"]] == ["new", "skipped"]
 
 
+@pytest.mark.slow
 def test_with_wait_a_batch_starts_a_held_directory_once_it_is_free(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     held = HeldLock(repo / "docs" / "adr" / "a")
@@ -159,7 +164,7 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     seen: list[str] = []
 
     def progress(row: Any, event: Any) -> None:  # mid-run, status tells the resumed run is running
-        if event and event.get("type") == "round" and row.action == "resumed":
+        if isinstance(event, RoundStarted) and row.action == "resumed":
             seen.append(read_view(repo / "runs" / row.run_id).state)
 
     resumed = run_batch(repo, ["a", "b"], jobs=2, progress=progress)
@@ -168,6 +173,7 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
     assert [r.outcome for r in resumed.rows] == ["PASS", "PASS"]
 
 
+@pytest.mark.slow
 def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
@@ -189,6 +195,7 @@ def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: P
     assert md.count("\n| docs/adr/") == 2 and "PASS" in md
 
 
+@pytest.mark.slow
 def test_sarif_has_one_result_for_each_directory_that_did_not_pass(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     open_gate(repo / "docs" / "adr" / "b")

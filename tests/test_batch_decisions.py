@@ -13,14 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from batchkit import HeldLock, batch_repo, cli_json, open_gate, rows, run_batch
 
 from pipeline.cli.batch_sarif import batch_findings
 from pipeline.errors import ExitCode
+from pipeline.fleet.rows import Batch, Row
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
-from pipeline.graph.batch_rows import Batch, Row
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
+from pipeline.offline.observe import Observations
+from pipeline.runs.events import RoundStarted
 from pipeline.runs.lock import Holder, RunLock
 from pipeline.runs.store import LocalStore
 from pipeline.runs.views import read_view
@@ -28,9 +33,8 @@ from pipeline.settings import CHECKPOINTS
 
 
 def entries(repo: Path, name: str) -> list[str]:
-    return [
-        e.run_id for e in parse_entries(repo / "docs" / "adr" / name / "_workflow" / "design-mutations.md")
-    ]
+    log = repo / "docs" / "adr" / name / "_workflow" / "design-mutations.md"
+    return [str(e.run_id) for e in parse_entries(log)]
 
 
 def resolve_gate(directory: Path) -> None:
@@ -38,6 +42,7 @@ def resolve_gate(directory: Path) -> None:
     log.write_text(log.read_text().replace("- [ ] blocker: the refill", "- [x] blocker: the refill"))
 
 
+@pytest.mark.slow
 def test_two_batches_that_waited_for_a_directory_run_its_inputs_once(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     held = HeldLock(repo / "docs" / "adr" / "a")
@@ -85,10 +90,10 @@ def test_a_run_whose_checkpoint_is_gone_is_started_anew_with_the_lock_naming_the
     entered, release = threading.Event(), threading.Event()
     seen: list[str] = []
 
-    def held(params: dict[str, Any], obs: Any) -> dict[str, Any]:
+    def held(params: SpawnParams, obs: Observations) -> ReviewOutput:
         entered.set()
         release.wait(120)
-        return {"verdict": "PASS", "findings": []}
+        return ReviewOutput(verdict="PASS")
 
     def slow(deps: RunDeps) -> None:
         deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", held)
@@ -121,13 +126,14 @@ def test_a_run_that_cannot_be_resumed_is_replaced_and_status_shows_the_new_one_r
     directory = repo / "docs" / "adr" / "a"
     open_gate(directory)
     old = run_batch(repo, ["a"]).rows[0].run_id
+    assert old is not None
     record = repo / "runs" / old / "run.json"  # its recorded model no longer exists
     record.write_text(record.read_text().replace('"model": null', '"model": "bogus:x"'))
     resolve_gate(directory)
     states: list[str] = []
 
     def progress(row: Any, event: Any) -> None:
-        if event and event.get("type") == "round" and row.run_id and row.run_id != old:
+        if isinstance(event, RoundStarted) and row.run_id and row.run_id != old:
             states.append(read_view(repo / "runs" / row.run_id).state)
 
     batch = run_batch(repo, ["a"], progress=progress)
@@ -172,6 +178,7 @@ def test_a_failure_taking_one_directorys_lock_is_that_directorys_row(tmp_path: P
     assert len(list((repo / "runs" / "batches").glob("*.json"))) == 1  # the batch is on record
 
 
+@pytest.mark.slow
 def test_batch_wide_bad_flags_write_nothing_and_name_the_flag(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
     batch = ["batch", "create", "docs/adr/*", "--no-warmup"]
@@ -196,6 +203,7 @@ def test_batch_wide_bad_flags_write_nothing_and_name_the_flag(tmp_path: Path) ->
     assert entries(repo, "a") == [] and entries(repo, "b") == []
 
 
+@pytest.mark.slow
 def test_a_batch_of_bad_directories_only_leaves_nothing_behind(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     (repo / "docs" / "adr" / "a" / "_workflow" / "research-log.md").write_bytes(b"\xff")

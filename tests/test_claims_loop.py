@@ -14,7 +14,10 @@ from graphkit import PASS, go, returns, start, writes
 
 from pipeline.agents.drift import Drift
 from pipeline.formats.claims_ledger import ledger_path, load_ledger
-from pipeline.runs.events import read_events
+from pipeline.graph.state import Outcome
+from pipeline.runs.check_events import MechanicalCheck
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import ClaimsLedgered, Spawned
 
 DRAFT = """# Rate limiting
 
@@ -31,8 +34,13 @@ A token bucket per tenant limits requests. `TokenBucket.take` refills before it 
 """
 
 
-def spawns(run_dir: Path, role: str) -> list[dict[str, Any]]:
-    return [e for e in read_events(run_dir) if e["type"] == "spawn" and e["role"] == role]
+def spawns(run_dir: Path, role: str) -> list[Spawned]:
+    return [e for e in events_of(run_dir, Spawned) if e.role == role]
+
+
+def outcome_of(result: Any) -> tuple[Outcome, int]:
+    assert result.state is not None and result.state.outcome is not None
+    return result.state.outcome, result.state.round
 
 
 def test_a_run_writes_the_ledger_of_what_it_wrote(tmp_path: Path) -> None:
@@ -63,31 +71,37 @@ def test_the_claim_check_runs_with_the_mechanical_checks_and_reaches_the_author(
         "absorption-check": returns(PASS),
     }
     result = go(run_dir, models)
-    checks = [e for e in read_events(run_dir) if e["type"] == "check" and e["check"] == "mechanical"]
-    first = [f for f in checks[0]["found"] if f["rule"].startswith("clm-")]
-    assert [(f["rule"], f["line"], f["quote"], f["role"]) for f in first] == [
+    checks = events_of(run_dir, MechanicalCheck)
+    first = [f for f in checks[0].found if f.rule.startswith("clm-")]
+    assert [(f.rule, f.line, f.quote, f.role) for f in first] == [
         ("clm-unresolved", 7, "TokenBucket.tkae", "mechanical")  # line 1 is the stamp
     ]
-    second = [s for s in spawns(run_dir, "design-author") if s["round"] == 2]
-    flagged = json.loads((d.repo_root / second[0]["params"]).read_text())["flagged_passages"]
+    second = [s for s in spawns(run_dir, "design-author") if s.round == 2]
+    flagged = json.loads((d.repo_root / second[0].params).read_text())["flagged_passages"]
     assert [f["rule"] for f in flagged] == ["clm-unresolved"]
-    assert result.state.outcome.verdict == "PASS" and result.state.round == 2
-    assert not [f for f in checks[-1]["found"] if f["rule"].startswith("clm-")]
+    outcome, rounds = outcome_of(result)
+    assert outcome.verdict == "PASS" and rounds == 2
+    assert not [f for f in checks[-1].found if f.rule.startswith("clm-")]
 
 
 def test_an_unresolved_name_that_stays_is_left_as_should_fix(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path, kind="phase4-creation")
     result = go(run_dir, {"design-author": writes(lambda r: DRAFT), "fidelity-check": returns(PASS)})
-    assert result.state.outcome.verdict == "SHOULD-FIX REMAINS"
-    left = [(f.rule, f.line, f.file) for f in result.state.outcome.remaining]
+    outcome, _ = outcome_of(result)
+    assert outcome.verdict == "SHOULD-FIX REMAINS"
+    left = [(f.rule, f.line, f.file) for f in outcome.remaining]
     assert ("clm-unresolved", 6, "docs/adr/0001/design-final.md") in left
     assert "clm-unresolved" in d.mutations.read_text()
+    # the finish wrote the ledger of what the run wrote, and said so once, before the outcome
+    [ledgered] = events_of(run_dir, ClaimsLedgered)
+    written = load_ledger(ledger_path(d.final))
+    assert ledgered.files == {"docs/adr/0001/design-final.md": len(written.claims)} and written.claims
 
 
 def _fidelity_params(d: Any, run_dir: Path) -> dict[str, Any]:
-    [spawn] = [s for s in spawns(run_dir, "fidelity-check") if s["round"] == 1]
-    data: dict[str, Any] = json.loads((d.repo_root / spawn["params"]).read_text())
+    [spawn] = [s for s in spawns(run_dir, "fidelity-check") if s.round == 1]
+    data: dict[str, Any] = json.loads((d.repo_root / spawn.params).read_text())
     return data
 
 
@@ -99,7 +113,7 @@ def test_with_a_model_the_fidelity_check_gets_each_claim_and_its_span(tmp_path: 
 
     def model(deps: Any) -> None:  # a configured model, answered here by the offline engine
         deps.runtime.model_specs["fidelity-check"] = "openai:gpt-4.1-mini"
-        deps.runtime.model_overrides["fidelity-check"] = offline_model("fidelity-check")
+        deps.runtime.model_overrides["fidelity-check"] = offline_model("fidelity-check", deps.runtime.limits)
 
     go(run_dir, {"design-author": writes(lambda r: DRAFT)}, tweak=model)
     claims = _fidelity_params(d, run_dir)["claims"]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE, body, design, write
 
 
@@ -95,6 +96,7 @@ def test_text_and_sarif_formats(cli, tmp_path: Path) -> None:  # type: ignore[no
     assert "dsc-top-level-cap" in ids
 
 
+@pytest.mark.slow
 def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "gate", str(tmp_path / "x.md")],
@@ -112,6 +114,7 @@ def _without(modules: list[str], args: list[str], cwd: Path) -> subprocess.Compl
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_provider_whose_package_is_not_installed_names_the_extra(tmp_path: Path) -> None:
     from agentkit import make_repo
 
@@ -126,6 +129,7 @@ def test_a_provider_whose_package_is_not_installed_names_the_extra(tmp_path: Pat
     assert {p: p.read_bytes() for p in d.root.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_the_postgresql_store_without_its_packages_names_the_extra(tmp_path: Path) -> None:
     done = _without(["psycopg"], ["runs", "--store", "postgresql://ci@db/x"], tmp_path)
     assert done.returncode == 2, done.stderr

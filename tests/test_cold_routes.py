@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 from agentkit import make_repo, runtime
 from conftest import run_cli
-from graphkit import PASS, finding, go, returns, start
+from graphkit import PASS, finding, go, returns, review, start
 from test_confinement import Ctx, context, refused
 
 from pipeline.agents.confine import LogWords, normalise
 from pipeline.agents.readable import store_dirs
 from pipeline.agents.tools import bash, glob_files, grep, psi, read
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.withhold import MARK
 
 COLD = ["readability-auditor", "comprehension-review", "fidelity-check"]
@@ -39,16 +41,13 @@ def d(tmp_path: Path) -> DesignDir:
 def test_the_review_log_keeps_no_quote_of_the_log_the_summary_does(d: DesignDir, tmp_path: Path) -> None:
     quoted: list[str] = []
 
-    def absorption(params: dict[str, object]) -> dict[str, object]:
+    def absorption(params: SpawnParams) -> ReviewOutput:
         """Quotes a line of the log the draft does not hold, and names a decision by its title."""
         quoted[:] = [_log_only(d)[-1]]
         message = f"the draft drops what the log says: {quoted[0]}"
-        return {
-            "verdict": "NEEDS REVISION",
-            "findings": [
-                finding("abs-missing-record", section="Decision Records", quote=quoted[0], message=message)
-            ],
-        }
+        return review(
+            finding("abs-missing-record", section="Decision Records", quote=quoted[0], message=message)
+        )
 
     run_dir = start(d, tmp_path)
     result = go(run_dir, {"absorption-check": returns(absorption), "comprehension-review": returns(PASS)})

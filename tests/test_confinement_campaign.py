@@ -141,7 +141,17 @@ def _calls(ctx: Ctx, role: str, planted: list[str], d: DesignDir) -> list[tuple[
         probes.append((f"read {path}", lambda p=path: read(ctx, p)))  # type: ignore[arg-type,misc]
     for path in planted:
         probes.append((f"read {path} from line 3", lambda p=path: read(ctx, p, offset=3)))  # type: ignore[arg-type,misc]
-    words = ("Decision", "Rationale", "Alternatives", "tenant", "Redis", "refill", "PASS", ".", "rl:")
+    words: tuple[str, ...] = (
+        "Decision",
+        "Rationale",
+        "Alternatives",
+        "tenant",
+        "Redis",
+        "refill",
+        "PASS",
+        ".",
+        "rl:",
+    )
     words += ("bucket", "Lua", "Retry-After", "429", "Clock", "outage", "sliding", "window", "October")
     for pattern in words:
         probes.append((f"grep {pattern}", lambda p=pattern: grep(ctx, p, ".")))  # type: ignore[arg-type,misc]
@@ -209,8 +219,8 @@ def test_what_a_cold_role_needs_stays_readable(world: tuple[DesignDir, Path, lis
         if path.is_file() and role != "readability-auditor":
             assert not read(ctx, str(path.relative_to(d.repo_root))).startswith("refused:"), path  # type: ignore[arg-type]
     if role == "fidelity-check":
-        for path in ("code/ratelimit/bucket.py", "code/ratelimit/store.py"):
-            assert not read(ctx, path).startswith("refused:"), path  # type: ignore[arg-type]
+        for code in ("code/ratelimit/bucket.py", "code/ratelimit/store.py"):
+            assert not read(ctx, code).startswith("refused:"), code  # type: ignore[arg-type]
         for track in sorted(d.plan_dir.glob("*.md")):
             assert not read(ctx, str(track.relative_to(d.repo_root))).startswith("refused:"), track  # type: ignore[arg-type]
         assert "TokenBucket" in psi(ctx, "TokenBucket", "definition")  # type: ignore[arg-type]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from graphkit import go, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.formats.design_dir import open_design_dir
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import parse_prose
 from pipeline.formats.research_log import load_research_log
 from pipeline.offline import comprehension
@@ -24,10 +24,10 @@ KNOWN = (ROOT / "prompts" / "known-terms.md").read_text(encoding="utf-8")
 STYLE = (ROOT / "prompts" / "house-style.md").read_text(encoding="utf-8") + "\n" + KNOWN
 
 
-def blocking(text: str) -> list[dict[str, Any]]:
+def blocking(text: str) -> list[Finding]:
     doc = doc_from_text(text)
     found = comprehension.review(doc, parse_prose(text, doc.lines), known_acronyms(KNOWN), keywords(KNOWN))
-    return [f for f in found if f["severity"] in ("blocker", "should-fix")]
+    return [f for f in found if f.blocking]
 
 
 def next_round(text: str) -> str:
@@ -72,10 +72,10 @@ CASES = {
 def test_the_author_clears_each_comprehension_rule_on_the_next_round() -> None:
     for name, text in CASES.items():
         rule = name.split(" ")[0]
-        before = [f for f in blocking(text) if f["rule"] == rule]
+        before = [f for f in blocking(text) if f.rule == rule]
         assert before, name  # the case shows the rule
         after = next_round(text)
-        assert not [f for f in blocking(after) if f["rule"] == rule], (name, after)
+        assert not [f for f in blocking(after) if f.rule == rule], (name, after)
         assert not blocking(after), (name, blocking(after))
 
 

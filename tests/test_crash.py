@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from agentkit import chat_completion, events_so_far, make_repo, params_in, send_json, spawn_of
 from graphkit import long_design
 
@@ -78,6 +79,7 @@ def _cli(args: list[str], cwd: Path) -> list[str]:
     return [sys.executable, "-m", "pipeline.cli", *args]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     d.design.unlink()
@@ -114,7 +116,7 @@ def test_sigkill_mid_fan_out_resumes_without_repeating_finished_calls(tmp_path: 
         )
         # Kill only on the run's own evidence: a spawn event is written after its answers are
         # cached, so the finished spawns are known to the client, not just sent by the server.
-        finished = {("design-author", None), ("absorption-check", None)}
+        finished: set[tuple[str, int | None]] = {("design-author", None), ("absorption-check", None)}
         finished |= {("readability-auditor", s[0]) for s in slices[:2]}
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -181,6 +183,7 @@ class Leaky(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_api_keys_never_reach_logs_run_records_or_the_review_log(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     runs = tmp_path / "runs"

@@ -10,25 +10,28 @@ from typing import Any
 
 from agentkit import make_repo
 from conftest import run_cli
-from graphkit import PASS, finding, go, long_design, returns, start, writes
+from graphkit import PASS, finding, go, long_design, malformed, returns, review, start, writes
 
 from pipeline.errors import ExitCode
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Spawned
 
 
-def spawns(run_dir: Path, role: str) -> list[dict[str, Any]]:
-    return [e for e in read_events(run_dir) if e["type"] == "spawn" and e["role"] == role]
+def spawns(run_dir: Path, role: str) -> list[Spawned]:
+    return [e for e in events_of(run_dir, Spawned) if e.role == role]
 
 
-def params_of(d: Any, spawn: dict[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((d.repo_root / spawn["params"]).read_text())
+def params_of(d: Any, spawn: Spawned) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((d.repo_root / spawn.params).read_text())
     return data
 
 
 def entry_text(d: Any) -> str:
-    return d.mutations.read_text()
+    return str(d.mutations.read_text())
 
 
 def test_phase4_never_writes_the_research_log_and_names_the_decision_needed(tmp_path: Path) -> None:
@@ -42,9 +45,7 @@ def test_phase4_never_writes_the_research_log_and_names_the_decision_needed(tmp_
         section="Overview",
     )
     run_dir = start(d, tmp_path, kind="phase4-creation")
-    result = go(
-        run_dir, {"comprehension-review": returns({"verdict": "NEEDS REVISION", "findings": [shaped]})}
-    )
+    result = go(run_dir, {"comprehension-review": returns(review(shaped))})
     assert d.research_log.read_bytes() == log_before  # no surfaced decision, no gate entry
     assert result.state.outcome.verdict == "DECISION NEEDED" and result.exit_code == ExitCode.FINDINGS
     assert result.state.round == 1 and len(spawns(run_dir, "design-author")) == 1  # it did not loop
@@ -68,7 +69,7 @@ def test_mechanical_should_fix_findings_reach_the_author(tmp_path: Path) -> None
     }
     result = go(run_dir, models)
     assert result.state.outcome.verdict == "PASS" and result.state.round == 2
-    second = [s for s in spawns(run_dir, "design-author") if s["round"] == 2]
+    second = [s for s in spawns(run_dir, "design-author") if s.round == 2]
     flagged = params_of(d, second[0])["flagged_passages"]
     assert [f["rule"] for f in flagged] == ["dsc-reverse-ref"] and flagged[0]["severity"] == "should-fix"
     assert flagged[0]["line"] and "plan/track-1.md" in flagged[0]["quote"]
@@ -77,7 +78,7 @@ def test_mechanical_should_fix_findings_reach_the_author(tmp_path: Path) -> None
 def test_should_fix_remains_exits_0_with_a_warning_or_1_under_fail_on(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    dense = {"verdict": "NEEDS REVISION", "findings": [finding("hs-sentence-length", section="Overview")]}
+    dense = review(finding("hs-sentence-length", section="Overview"))
     result = go(run_dir, {"readability-auditor": returns(dense)})
     assert result.state.outcome.verdict == "SHOULD-FIX REMAINS" and result.exit_code == ExitCode.OK
     runs = ["--runs-dir", str(tmp_path / "runs")]
@@ -99,10 +100,10 @@ def test_the_review_log_says_what_ran(tmp_path: Path) -> None:
     )
     changed += "\n## Limits per route\n\n**TL;DR:** Each route has its own capacity.\n\nRoutes differ.\n"
 
-    def auditor(params: dict[str, Any]) -> dict[str, Any]:
-        if params["round"] == 1 and params["slice"][0] == 1:
+    def auditor(params: SpawnParams) -> ReviewOutput:
+        if params.round == 1 and params.slice is not None and params.slice[0] == 1:
             # PASS with a should-fix is malformed output: re-run once, then INCONCLUSIVE.
-            return {"verdict": "PASS", "findings": [finding("hs-hedge", section="Overview")]}
+            return malformed("PASS", finding("hs-hedge", section="Overview"))
         return PASS
 
     result = go(
@@ -141,8 +142,10 @@ def test_a_cold_read_that_never_happened_is_not_called_pass(tmp_path: Path) -> N
 def test_an_inconclusive_comprehension_gate_ends_inconclusive(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    malformed = returns({"verdict": "PASS", "findings": [finding("cr-term-order", section="Overview")]})
-    result = go(run_dir, {"comprehension-review": malformed})
+    result = go(
+        run_dir,
+        {"comprehension-review": returns(malformed("PASS", finding("cr-term-order", section="Overview")))},
+    )
     assert result.state.outcome.verdict == "INCONCLUSIVE" and result.exit_code == ExitCode.INCONCLUSIVE
     text = entry_text(d)
     assert "comprehension INCONCLUSIVE" in text and "(INCONCLUSIVE)" in text

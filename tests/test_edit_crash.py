@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from agentkit import chat_completion, events_so_far, send_json, spawn_of
 from conftest import STAMP
 from editkit import edit, kinds_logged, stamped_repo
@@ -58,6 +59,7 @@ class Script(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_sigkill_during_an_edits_review_then_resume(tmp_path: Path) -> None:
     d = stamped_repo(tmp_path)
     runs = tmp_path / "runs"

@@ -147,7 +147,7 @@ def test_each_kind_takes_only_its_own_flags() -> None:
 
 
 def test_the_documented_edit_diagram_is_drawn_from_the_graph() -> None:
-    from pipeline.graph.edit_build import build_edit_graph
+    from pipeline.graph.edit.build import build_edit_graph
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "edit.md").read_text(encoding="utf-8")
     block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]

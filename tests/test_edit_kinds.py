@@ -331,14 +331,14 @@ def test_status_runs_and_resume_work_on_an_edit(tmp_path: Path) -> None:
 def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path) -> None:
     import asyncio
 
-    from graphkit import finding, returns
+    from graphkit import finding, malformed, returns
 
     from pipeline.agents.session import SessionOptions
     from pipeline.errors import ExitCode
     from pipeline.formats.edit_request import EditRequest
     from pipeline.graph.runner import execute
     from pipeline.offline.driver import engine_model
-    from pipeline.runs.edit_setup import prepare_edit
+    from pipeline.runs.setup import plan_edit, start_run
 
     d = stamped_repo(tmp_path)
     request = EditRequest(
@@ -347,11 +347,11 @@ def test_an_edit_whose_cold_read_never_answers_ends_inconclusive(tmp_path: Path)
         old="idle tenants",
         new="idle tenants and routes",
     )
-    run = prepare_edit(request, d.root, SessionOptions(runs_dir=tmp_path / "runs"))
-    malformed = returns({"verdict": "PASS", "findings": [finding("cr-term-order", section="Overview")]})
+    run = start_run(plan_edit(request, d.root, SessionOptions(runs_dir=tmp_path / "runs")))
+    broken = returns(malformed("PASS", finding("cr-term-order", section="Overview")))
 
     def configure(deps: Any) -> None:
-        deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", malformed)
+        deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", broken)
 
     result = asyncio.run(execute(run, resume=False, configure=configure))
     assert result.state is not None and result.state.outcome is not None

@@ -45,6 +45,7 @@ def rows(out: dict[str, Any]) -> list[tuple[str, str | None, list[str]]]:
     return [(d["action"], d["outcome"], [f["rule"] for f in d["findings"]]) for d in out["directories"]]
 
 
+@pytest.mark.slow
 def test_a_deleted_hidden_file_the_design_names_is_not_a_stale_skip(tmp_path: Path) -> None:
     repo = example_repo(tmp_path)
     directory = "docs/adr/0001-request-rate-limiter"
@@ -129,6 +130,7 @@ def test_sockets_fifos_and_unreadable_files_never_stop_the_digest(
         server.close()
 
 
+@pytest.mark.slow
 def test_a_batch_over_sockets_and_fifos_runs_and_then_skips(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     sockets = repo / "code" / "tmp" / "sockets"
@@ -145,6 +147,7 @@ def test_a_batch_over_sockets_and_fifos_runs_and_then_skips(tmp_path: Path) -> N
         server.close()
 
 
+@pytest.mark.slow
 def test_the_batchs_own_sarif_and_report_never_make_it_run_again(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     (repo / "docs" / "adr" / "a" / "designloop.toml").unlink()  # the code root: the whole repository
@@ -205,6 +208,7 @@ def test_each_models_server_counts_and_a_model_reaches_the_whole_repository(
     assert fingerprint(repo, model="ollama:llama3") != again  # hidden directories too
 
 
+@pytest.mark.slow
 def test_a_report_written_into_a_design_directory_takes_only_its_own_files_out_of_reach(
     tmp_path: Path,
 ) -> None:
@@ -234,6 +238,7 @@ def test_a_report_written_into_a_design_directory_takes_only_its_own_files_out_o
     assert json.loads(again.stdout)["outcome"] == "PASS"
 
 
+@pytest.mark.slow
 def test_a_report_written_into_a_nested_checkout_is_recorded_in_the_runs_repository(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     (repo / "report.md").write_text("# The team's own report\n")

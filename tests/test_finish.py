@@ -19,7 +19,8 @@ from pipeline.errors import ExitCode
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.stamp import has_stamp
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Finished
 
 
 def _killed_run(tmp_path: Path, node: str, when: str) -> tuple[DesignDir, Path, str]:
@@ -40,10 +41,11 @@ def _finished_once(d: DesignDir, run_dir: Path) -> None:
     assert [(e.number, e.run_id) for e in entries] == [(1, run_dir.name)]
     assert has_stamp(d.design)
     assert "## Outcome\n\nPASS" in (run_dir / "summary.md").read_text()
-    outcomes = [e for e in read_events(run_dir) if e["type"] == "outcome"]
-    assert [(e["outcome"], e["review_log_entry"]) for e in outcomes] == [("PASS", 1)]
+    outcomes = events_of(run_dir, Finished)
+    assert [(e.outcome, e.review_log_entry) for e in outcomes] == [("PASS", 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("node", FINISH_NODES)
 def test_a_kill_in_the_finish_window_finishes_exactly_once_on_resume(
@@ -87,3 +89,45 @@ def test_a_finish_missing_from_the_record_is_completed_on_resume(tmp_path: Path)
     result = go(run_dir, resume=True)
     assert result.exit_code == ExitCode.OK and result.state.review_entry == 1
     _finished_once(d, run_dir)
+
+
+def test_a_state_without_the_appended_entry_finishes_again_from_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state saved after Step 7 without the entry Step 9 presents (an earlier designloop kept
+    none) is finished again from the outcome: the entry is found, never appended twice."""
+    import asyncio
+
+    from langchain_core.runnables import RunnableConfig
+
+    from pipeline.graph import finish
+    from pipeline.graph.runner import graph_for
+    from pipeline.runs.store import sqlite_checkpointer
+
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    run_dir = start(d, tmp_path)
+    presented = finish.present
+
+    def stop(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("stopped before Step 9")
+
+    monkeypatch.setattr(finish, "present", stop)
+    with pytest.raises(RuntimeError, match="before Step 9"):
+        go(run_dir)
+    monkeypatch.setattr(finish, "present", presented)
+
+    async def forget_entry() -> None:
+        async with sqlite_checkpointer(tmp_path / "runs") as saver:
+            graph = graph_for("phase1-creation", saver)
+            config: RunnableConfig = {"configurable": {"thread_id": run_dir.name}}
+            state = await graph.aget_state(config)
+            assert state.values["entry"] and state.next == ("step9_present",)
+            await graph.aupdate_state(config, {"entry": None}, as_node="step7_review_log")
+
+    asyncio.run(forget_entry())
+    done = go(run_dir, resume=True)
+    assert done.exit_code == ExitCode.OK and done.state is not None and done.state.entry
+    _finished_once(d, run_dir)
+    summary = (run_dir / "summary.md").read_text()
+    assert f"<!-- designloop-run: {run_dir.name} -->" in summary and summary.count("## Mutation 1 —") == 1

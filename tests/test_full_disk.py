@@ -22,7 +22,6 @@ from agentkit import make_repo
 from conftest import STAMP, run_cli
 from test_store import snapshot
 
-import pipeline.runs.edit_setup as edit_setup
 import pipeline.runs.setup as setup
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.database import check_database
@@ -73,8 +72,7 @@ def _repo(disk: Path) -> DesignDir:
 
 def _no_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk fills after the pre-flight measured it (another process wrote): no estimate."""
-    for module in (setup, edit_setup):
-        monkeypatch.setattr(module, "check_run_space", lambda *a, **k: None)
+    monkeypatch.setattr(setup, "check_run_space", lambda *a, **k: None)
 
 
 def _debris(root: Path) -> list[str]:
@@ -183,7 +181,7 @@ def injected(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], FullAfter]:
     """Every designloop write site (atomic writes, event lines, the lock's holder) fails with
     ENOSPC once its count is spent: the fault-injecting wrapper, for machines without tmpfs."""
     import pipeline.formats.textio as textio
-    import pipeline.runs.events as events
+    import pipeline.runs.event_log as events
     import pipeline.runs.lock as lock
 
     def install(writes: int) -> FullAfter:

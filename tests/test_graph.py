@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentkit import make_repo
-from graphkit import PASS, TRIP, finding, go, long_design, returns, start, writes
+from graphkit import PASS, TRIP, finding, go, long_design, malformed, returns, review, start, writes
 
 from pipeline.errors import ExitCode, WiringError
+from pipeline.formats.contracts import AuthorOutput, ReviewOutput
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.slices import partition_for
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import has_stamp
 from pipeline.offline.engines import offline_model
-from pipeline.runs.events import read_events
+from pipeline.offline.observe import Observations, required
+from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck
+from pipeline.runs.event_log import events_of, read_events
+from pipeline.runs.events import RoundStarted, SliceSkipped, Spawned, Stopped, Warmed
 from pipeline.runs.views import replay
 
 
-def spawns(run_dir: Path) -> list[dict[str, Any]]:
-    return [e for e in read_events(run_dir) if e["type"] == "spawn"]
+def spawns(run_dir: Path) -> list[Spawned]:
+    return events_of(run_dir, Spawned)
 
 
 def test_clean_in_round_one_with_the_offline_engine(tmp_path: Path) -> None:
@@ -60,17 +66,21 @@ def test_converges_in_round_two_and_skips_settled_slices(tmp_path: Path) -> None
     history = result.state.history
     assert [h.dual_clean for h in history] == [False, True]
     assert history[0].slices == 2 and history[1].skipped_slices == 1
-    skipped = [e for e in read_events(run_dir) if e["type"] == "slice_skipped"]
-    assert [e["round"] for e in skipped] == [2] and skipped[0]["slice"][0] == 1
-    audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor"]
-    assert sorted((s["round"], s["slice"][0] == 1) for s in audits) == [(1, False), (1, True), (2, False)]
-    assert all(s["params"].endswith(".json") for s in audits)
+    skipped = events_of(run_dir, SliceSkipped)
+    assert [e.round for e in skipped] == [2] and skipped[0].slice[0] == 1
+    audits = [s for s in spawns(run_dir) if s.role == "readability-auditor"]
+    assert sorted((s.round, s.slice is not None and s.slice[0] == 1) for s in audits) == [
+        (1, False),
+        (1, True),
+        (2, False),
+    ]
+    assert all(s.params.endswith(".json") for s in audits)
 
 
 def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    dense = {"verdict": "NEEDS REVISION", "findings": [finding("hs-sentence-length", section="Overview")]}
+    dense = review(finding("hs-sentence-length", section="Overview"))
     result = go(run_dir, {"readability-auditor": returns(dense)})
     # The seed's "completes with a warning": exit 0 unless --fail-on should-fix.
     assert result.exit_code == ExitCode.OK and result.state.outcome.verdict == "SHOULD-FIX REMAINS"
@@ -83,7 +93,7 @@ def test_never_clean_should_fix_tail_exhausts_the_budget(tmp_path: Path) -> None
 def test_persistent_blocker(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    wiring = {"verdict": "NEEDS REVISION", "findings": [finding("abs-wiring", severity="blocker")]}
+    wiring = review(finding("abs-wiring", severity="blocker"))
     result = go(run_dir, {"absorption-check": returns(wiring)})
     assert result.state.outcome.verdict == "BLOCKER REMAINS" and result.exit_code == ExitCode.FINDINGS
     assert "(BLOCKER REMAINS)" in d.mutations.read_text()
@@ -92,12 +102,11 @@ def test_persistent_blocker(tmp_path: Path) -> None:
 def test_an_inconclusive_auditor_slice_prevents_dual_clean(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path)
-    malformed = {"verdict": "PASS", "findings": [finding("hs-hedge")]}
-    result = go(run_dir, {"readability-auditor": returns(malformed)})
+    result = go(run_dir, {"readability-auditor": returns(malformed("PASS", finding("hs-hedge")))})
     assert result.state.outcome.verdict != "PASS"
     assert all(not h.dual_clean and h.inconclusive for h in result.state.history)
     assert "INCONCLUSIVE" in d.mutations.read_text()
-    assert all(s["status"] == "inconclusive" for s in spawns(run_dir) if s["role"] == "readability-auditor")
+    assert all(s.status == "inconclusive" for s in spawns(run_dir) if s.role == "readability-auditor")
 
 
 def _open_gate(log: Path) -> str:
@@ -121,7 +130,7 @@ def test_gate_open_pauses_then_resumes_to_pass(tmp_path: Path) -> None:
     done = go(run_dir, resume=True)
     assert done.exit_code == ExitCode.OK and done.state.outcome.verdict == "PASS"
     assert [e.number for e in parse_entries(d.mutations)] == [1]
-    comprehension = [s for s in spawns(run_dir) if s["role"] == "comprehension-review"]
+    comprehension = [s for s in spawns(run_dir) if s.role == "comprehension-review"]
     assert len(comprehension) == 1  # never ran while the gate was open
 
 
@@ -136,16 +145,15 @@ def test_decision_shaped_comprehension_finding_reopens_the_gate(tmp_path: Path) 
         section="Overview",
     )
 
-    def comprehension(params: dict[str, Any]) -> dict[str, Any]:
-        return {"verdict": "NEEDS REVISION", "findings": [shaped]} if params["round"] == 1 else PASS
+    def comprehension(params: SpawnParams) -> ReviewOutput:
+        return review(shaped) if params.round == 1 else PASS
 
     result = go(run_dir, {"comprehension-review": returns(comprehension)})
     assert result.exit_code == ExitCode.GATE_PAUSED and result.state.round == 2
     log = load_research_log(d.research_log)
     surfaced = log.decisions[-1]
-    assert surfaced.value("Status") is not None and "surfaced by comprehension-review" in surfaced.value(
-        "Status"
-    )
+    status = surfaced.value("Status")
+    assert status is not None and "surfaced by comprehension-review" in status
     assert log.gate().state == "open" and f"D{surfaced.number}" in log.gate().open_items[0].text
     text = d.research_log.read_text()
     d.research_log.write_text(text.replace("- [ ] should-fix: D", "- [x] should-fix: D"))
@@ -164,16 +172,16 @@ def test_phase4_never_lets_a_cold_role_read_the_log_and_writes_no_stamp(tmp_path
     cold = [
         s
         for s in spawns(run_dir)
-        if s["role"] in ("readability-auditor", "comprehension-review", "fidelity-check")
+        if s.role in ("readability-auditor", "comprehension-review", "fidelity-check")
     ]
-    assert {s["role"] for s in cold} == {"readability-auditor", "comprehension-review", "fidelity-check"}
+    assert {s.role for s in cold} == {"readability-auditor", "comprehension-review", "fidelity-check"}
     for spawn in cold:
-        assert not any("research-log" in path for path in spawn["reads"]), spawn
-        params = json.loads((d.repo_root / spawn["params"]).read_text())
+        assert not any("research-log" in path for path in spawn.reads), spawn
+        params = json.loads((d.repo_root / spawn.params).read_text())
         assert "research_log_path" not in params
     assert parse_entries(d.mutations)[-1].file == "design-final.md"
     review = result.state.comprehension.output_path
-    assert (d.repo_root / review).read_text().startswith("Verdict: PASS")
+    assert review is not None and (d.repo_root / review).read_text().startswith("Verdict: PASS")
 
 
 def test_the_slice_count_self_check_catches_a_wrong_fan_out(tmp_path: Path) -> None:
@@ -186,8 +194,8 @@ def test_the_slice_count_self_check_catches_a_wrong_fan_out(tmp_path: Path) -> N
 
     with pytest.raises(WiringError, match="slice-count self-check"):
         go(run_dir, {"design-author": author}, tweak=wrong)
-    assert [e for e in read_events(run_dir) if e["type"] == "stopped"]
-    assert not [s for s in spawns(run_dir) if s["role"] == "readability-auditor"]
+    assert events_of(run_dir, Stopped)
+    assert not [s for s in spawns(run_dir) if s.role == "readability-auditor"]
 
 
 def test_warm_up_waits_for_the_first_answer_and_changes_timing_not_results(tmp_path: Path) -> None:
@@ -200,27 +208,28 @@ def test_warm_up_waits_for_the_first_answer_and_changes_timing_not_results(tmp_p
         def caching_provider(deps: Any) -> None:
             # The offline engine keeps no prompt cache: stand in for a provider that does.
             deps.runtime.model_specs["readability-auditor"] = "anthropic:claude-haiku-4-5"
-            deps.runtime.model_overrides["readability-auditor"] = offline_model("readability-auditor")
+            deps.runtime.model_overrides["readability-auditor"] = offline_model(
+                "readability-auditor", deps.runtime.limits
+            )
 
         result = go(run_dir, models, tweak=caching_provider)
-        events = read_events(run_dir)
-        audits = [s for s in spawns(run_dir) if s["role"] == "readability-auditor" and s["round"] == 1]
+        audits = [s for s in spawns(run_dir) if s.role == "readability-auditor" and s.round == 1]
         outcomes.append(
             (
                 result.state.outcome.verdict,
                 result.state.round,
                 d.design.read_text().split("\n", 1)[1],
-                [s["findings"] for s in sorted(audits, key=lambda s: s["slice"][0])],
+                [s.findings for s in sorted(audits, key=lambda s: s.slice or (0, 0))],
             )
         )
-        warmed = [e for e in events if e["type"] == "warmed" and e["round"] == 1]
+        warmed = [e for e in events_of(run_dir, Warmed) if e.round == 1]
         if warm:
             # The rest of the fan-out started after the first spawn's first answer, not a fixed time.
             assert len(warmed) == 1 and len(audits) == 2
-            later = next(a for a in audits if a["slice"][0] != 1)
-            assert later["started"] >= warmed[0]["time"]
+            later = next(a for a in audits if a.slice and a.slice[0] != 1)
+            assert later.started >= warmed[0].time
         else:
-            assert not warmed and max(a["warmup_wait"] for a in audits) == 0.0
+            assert not warmed and max(a.warmup_wait or 0.0 for a in audits) == 0.0
     assert outcomes[0] == outcomes[1]
 
 
@@ -228,12 +237,12 @@ def test_a_provider_without_a_prompt_cache_fans_out_at_once(tmp_path: Path) -> N
     d = make_repo(tmp_path)
     run_dir = start(d, tmp_path, warmup=True)  # warm-up asked for, but the offline engine caches nothing
     go(run_dir, {"design-author": writes(lambda r: long_design())})
-    assert not [e for e in read_events(run_dir) if e["type"] == "warmed"]
-    assert all(s["warmup_wait"] == 0.0 for s in spawns(run_dir) if s["role"] == "readability-auditor")
+    assert not events_of(run_dir, Warmed)
+    assert all(s.warmup_wait == 0.0 for s in spawns(run_dir) if s.role == "readability-auditor")
 
 
 def test_the_documented_diagram_is_drawn_from_the_graph() -> None:
-    from pipeline.graph.build import build_graph
+    from pipeline.graph.create.build import build_graph
 
     doc = (Path(__file__).parent.parent / "docs" / "graph.md").read_text()
     block = doc.split("<!-- graph:start -->", 1)[1].split("<!-- graph:end -->", 1)[0]
@@ -244,13 +253,13 @@ def test_an_author_that_writes_no_draft_is_respawned_once_then_the_run_stops(tmp
     d = make_repo(tmp_path)
     d.design.unlink()
     run_dir = start(d, tmp_path)
-    silent = returns(lambda params: {"summary": "done", "output_path": params["output_path"]})
+    silent = returns(lambda params: AuthorOutput(summary="done", output_path=str(params.output_path)))
     result = go(run_dir, {"design-author": silent})
     # No draft means no review happened: the run is INCONCLUSIVE, and says why.
     assert result.state.outcome.verdict == "INCONCLUSIVE" and result.state.round == 2
     assert result.exit_code == ExitCode.INCONCLUSIVE
-    assert [s["round"] for s in spawns(run_dir) if s["role"] == "design-author"] == [1, 2]
-    assert not [s for s in spawns(run_dir) if s["role"] != "design-author"]
+    assert [s.round for s in spawns(run_dir) if s.role == "design-author"] == [1, 2]
+    assert not [s for s in spawns(run_dir) if s.role != "design-author"]
     log = d.mutations.read_text()
     assert "the author wrote no draft after a re-spawn" in log and "(INCONCLUSIVE)" in log
     assert "**Mechanical checks** (target=design): SKIPPED" in log and not d.design.exists()
@@ -261,9 +270,10 @@ def test_a_draft_returned_inline_is_noted_and_the_file_is_used(tmp_path: Path) -
     run_dir = start(d, tmp_path)
     text = d.design.read_text()
 
-    def chatty(params: dict[str, Any], obs: Any) -> dict[str, Any]:
-        obs.call("write", path=params["output_path"], content=text)
-        return {"summary": text, "output_path": params["output_path"]}
+    def chatty(params: SpawnParams, obs: Observations) -> AuthorOutput:
+        path = required(params.output_path, "output_path")
+        obs.call("write", path=path, content=text)
+        return AuthorOutput(summary=text, output_path=path)
 
     result = go(run_dir, {"design-author": chatty})
     assert result.state.outcome.verdict == "PASS"
@@ -286,12 +296,8 @@ def test_budget_stop_and_resume_repays_nothing(tmp_path: Path, cli: Any) -> None
     assert done.code == ExitCode.OK, done.err
     result = json.loads(done.out)
     assert result["outcome"] == "PASS" and result["review_log_entry"] == 1
-    resumed = [
-        s
-        for s in spawns(run_dir)
-        if s["time"] > max(e["time"] for e in read_events(run_dir) if e["type"] == "stopped")
-    ]
-    assert sum(s["cache_hits"] for s in resumed) > 0  # the calls paid before the stop were not paid again
+    resumed = [s for s in spawns(run_dir) if s.time > max(e.time for e in events_of(run_dir, Stopped))]
+    assert sum(s.cache_hits for s in resumed) > 0  # the calls paid before the stop were not paid again
     status = json.loads(cli(["status", data["run_id"], "--runs-dir", str(runs), "--json"]).out)
     assert status["outcome"] == "PASS" and status["review_log_entry"] == 1
     listing = json.loads(cli(["runs", "--runs-dir", str(runs), "--json"]).out)
@@ -312,22 +318,21 @@ def test_the_live_view_follows_the_events() -> None:
     from pipeline.cli.live import LiveState
 
     state = LiveState("phase1-creation")
-    state.apply({"type": "round", "round": 2, "budget": 3})
+    state.apply(RoundStarted(round=2, budget=3))
     state.apply(
-        {
-            "type": "spawn",
-            "round": 2,
-            "role": "readability-auditor",
-            "slice": [1, 200],
-            "status": "ok",
-            "findings": 1,
-            "tokens": 900,
-            "cost_usd": "0.0012",
-            "cache_hits": 2,
-        }
+        Spawned(
+            round=2,
+            role="readability-auditor",
+            slice=(1, 200),
+            status="ok",
+            findings=1,
+            tokens=900,
+            cost_usd=Decimal("0.0012"),
+            cache_hits=2,
+        )
     )
-    state.apply({"type": "slice_skipped", "round": 2, "slice": [201, 400]})
-    state.apply({"type": "check", "round": 2, "check": "dual-clean", "clean": False})
+    state.apply(SliceSkipped(round=2, slice=(201, 400)))
+    state.apply(DualCleanCheck(round=2, clean=False))
     assert state.round == 2 and state.tokens == 900 and str(state.cost) == "0.0012" and state.cached == 2
     assert state.spawns["r2 readability-auditor 201-400"].startswith("skipped")
     assert "dual-clean" in state.checks[0]
@@ -349,15 +354,7 @@ def test_the_live_view_shows_each_open_finding_with_its_place_and_quote() -> Non
         file="docs/adr/0001/_workflow/design.md",
     )
     state = LiveState("phase1-creation")
-    state.apply(
-        {
-            "type": "check",
-            "round": 1,
-            "check": "dual-clean",
-            "clean": False,
-            "found": [found.model_dump(mode="json")],
-        }
-    )
+    state.apply(DualCleanCheck(round=1, clean=False, found=[found]))
     assert state.findings == [found] and "found" not in state.checks[0]
     console = Console(width=200, record=True)
     console.print(state.render())
@@ -375,11 +372,9 @@ def test_a_mechanical_blocker_respawns_the_author_before_any_review(tmp_path: Pa
     assert broken != clean
     result = go(run_dir, {"design-author": writes(lambda r: broken if r == 1 else clean)})
     assert result.state.outcome.verdict == "PASS" and result.state.round == 2
-    checks = [e for e in read_events(run_dir) if e["type"] == "check" and e["check"] == "mechanical"]
-    assert [(c["round"], c["blockers"]) for c in checks] == [(1, 1), (2, 0)]
-    assert {s["round"] for s in spawns(run_dir) if s["role"] != "design-author"} == {
-        2
-    }  # round 1 skipped the pair
+    checks = events_of(run_dir, MechanicalCheck)
+    assert [(c.round, c.blockers) for c in checks] == [(1, 1), (2, 0)]
+    assert {s.round for s in spawns(run_dir) if s.role != "design-author"} == {2}  # round 1 skipped the pair
     params = json.loads(
         (
             run_dir.parent.parent
@@ -402,11 +397,12 @@ def test_the_entry_and_json_tell_every_role_per_round_and_the_fate_of_each_findi
     author = writes(lambda r: long_design(TRIP if r == 1 else None))
     hedge = finding("hs-hedge", severity="suggestion", section="Overview", quote="A small service")
 
-    def absorption(params: dict[str, Any]) -> dict[str, Any]:
-        if params["round"] == 1:
-            missing = finding("abs-missing-record", section="Overview", quote="# Generated design")
-            return {"verdict": "NEEDS REVISION", "findings": [missing, hedge]}
-        return {"verdict": "PASS", "findings": [hedge]}
+    def absorption(params: SpawnParams) -> ReviewOutput:
+        if params.round == 1:
+            return review(
+                finding("abs-missing-record", section="Overview", quote="# Generated design"), hedge
+            )
+        return review(hedge)
 
     result = go(
         run_dir,

@@ -50,7 +50,9 @@ def test_create_refuses_to_overwrite_edits_logged_since_the_last_create(tmp_path
     code, out, _ = cli(["create", str(d.root), "--force"], runs)
     assert code == 0
     copy = out["kept"][d.rel(d.design)]
-    assert (d.repo_root / copy).read_bytes() == edited_bytes and copy.endswith(f"{out['run_id']}/before.md")
+    assert (d.repo_root / copy).read_bytes() == edited_bytes and copy.endswith(
+        f"{out['run_id']}/before/_workflow/design.md"
+    )
     assert "Mutation 2 (content-edit)" in out["overwrote"][0]
     text = run_cli(["create", str(d.root), "--runs-dir", str(runs)])  # people see it too
     assert text.code == 0  # no edit since the forced create: nothing to refuse
@@ -95,7 +97,8 @@ def rows_of(out: dict[str, Any]) -> dict[str, tuple[str, str | None, int]]:
 
 def batch(repo: Path, *extra: str) -> dict[str, Any]:
     done = run_cli(["batch", "create", str(repo / "docs" / "adr" / "*"), "--no-warmup", "--json", *extra])
-    return json.loads(done.out)
+    data: dict[str, Any] = json.loads(done.out)
+    return data
 
 
 def test_batch_shows_an_edited_directory_and_skips_it(

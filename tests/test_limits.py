@@ -20,11 +20,14 @@ from graphkit import PASS, go, returns, start
 from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.review import review_once
 from pipeline.errors import ExitCode
+from pipeline.formats.contracts import AuthorOutput
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.runner import execute
 from pipeline.offline.driver import engine_model
-from pipeline.offline.observe import Observations
-from pipeline.runs.events import read_events
+from pipeline.offline.observe import Observations, required
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import Stopped
 from pipeline.runs.setup import load_run
 from pipeline.settings import Limits
 
@@ -34,11 +37,14 @@ DESIGN = "# Looping design\n\n## Overview\n\nA limiter that refills tokens.\n"
 def looping_author(reads: int) -> Any:
     """An author that reads a file ``reads`` times (one request each) before it writes."""
 
-    def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+    def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
         for offset in range(1, reads + 1):
-            obs.call("read", path=params["research_log_path"], offset=offset, limit=1)
-        obs.call("write", path=params["output_path"], content=DESIGN)
-        return {"summary": "wrote it", "output_path": params["output_path"]}
+            obs.call(
+                "read", path=required(params.research_log_path, "research_log_path"), offset=offset, limit=1
+            )
+        output = required(params.output_path, "output_path")
+        obs.call("write", path=output, content=DESIGN)
+        return AuthorOutput(summary="wrote it", output_path=output)
 
     return run
 
@@ -60,8 +66,8 @@ def test_the_request_limit_is_its_own_stop_and_a_resume_can_raise_it(tmp_path: P
     status = run_cli(["status", run_dir.name, "--runs-dir", str(tmp_path / "runs"), "--json"])
     view = json.loads(status.out)
     assert view["state"] == "stopped" and view["tokens"] > 0 and "request limit" in view["message"]
-    stopped = next(e for e in read_events(run_dir) if e["type"] == "stopped")
-    assert stopped["partial"]["total_tokens"] == view["tokens"]
+    stopped = events_of(run_dir, Stopped)[0]
+    assert stopped.partial is not None and stopped.partial.total_tokens == view["tokens"]
     # A resume with the same limit stops again; a raised one lets the run finish.
     assert go(run_dir, _models(30), resume=True).exit_code == ExitCode.BUDGET
 
@@ -113,7 +119,7 @@ class _Provider(BaseHTTPRequestHandler):
             path = body["messages"][-1]["content"].rsplit("Params file:", 1)[1].strip()
             send_json(self, 200, chat_completion("read", {"path": path}, "c1"))
         else:
-            send_json(self, 200, chat_completion("final_result", PASS, "c2"))
+            send_json(self, 200, chat_completion("final_result", PASS.model_dump(), "c2"))
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from agentkit import make_repo
 from conftest import run_cli
 from faultkit import launch
@@ -56,6 +57,7 @@ def test_a_resume_of_a_running_run_is_refused(tmp_path: Path) -> None:
     assert status["state"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_wait_starts_when_the_running_one_is_done(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     d.design.unlink()
@@ -89,6 +91,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     d.design.unlink()

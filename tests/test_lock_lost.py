@@ -19,15 +19,18 @@ from batchkit import batch_repo, run_batch
 from workerkit import query, wait_until
 
 from pipeline.errors import ExitCode
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.watch import watched
 from pipeline.offline.driver import engine_model
+from pipeline.offline.observe import Observations
 from pipeline.runs.lock import LOCK_NAME, FileRunLock, LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import PgLock
 from pipeline.runs.pg_store import PgStore
 
-PASSING = {"verdict": "PASS", "findings": []}
+PASSING = ReviewOutput(verdict="PASS")
 
 
 def end_lock_sessions(url: str) -> int:
@@ -53,9 +56,8 @@ def reviewed_by(engine: Any) -> Any:
 
 
 def entries(repo: Path) -> list[str]:
-    return [
-        e.run_id for e in parse_entries(repo / "docs" / "adr" / "a" / "_workflow" / "design-mutations.md")
-    ]
+    log = repo / "docs" / "adr" / "a" / "_workflow" / "design-mutations.md"
+    return [str(e.run_id) for e in parse_entries(log)]
 
 
 def test_a_run_whose_lock_session_ends_stops_at_once_and_is_resumed_later(
@@ -75,7 +77,7 @@ def test_a_run_whose_lock_session_ends_stops_at_once_and_is_resumed_later(
     monkeypatch.setattr(PgLock, "check", watched_check)
     monkeypatch.setattr("pipeline.graph.watch.WATCH_SECONDS", 0.2)
 
-    def held(params: dict[str, Any], obs: Any) -> dict[str, Any]:  # the review takes a while
+    def held(params: SpawnParams, obs: Observations) -> ReviewOutput:  # the review takes a while
         entered.set()
         release.wait(120)
         return PASSING
@@ -106,7 +108,7 @@ def test_a_run_whose_lock_session_ends_stops_at_once_and_is_resumed_later(
 
     store = PgStore(pg_url, repo / "runs")
     try:
-        assert store.view(row.run_id).state == "stopped"
+        assert row.run_id is not None and store.view(row.run_id).state == "stopped"
         again = run_batch(repo, ["a"], store=store)  # resumable like any interrupted run
     finally:
         store.close()
@@ -120,7 +122,7 @@ def test_a_lock_lost_between_two_watches_is_caught_by_the_fence_before_the_revie
     monkeypatch.setattr("pipeline.graph.watch.WATCH_SECONDS", 3600.0)  # only the fence can see it
     repo = batch_repo(tmp_path, ["a"])
 
-    def cut(params: dict[str, Any], obs: Any) -> dict[str, Any]:  # the session ends mid-review
+    def cut(params: SpawnParams, obs: Observations) -> ReviewOutput:  # the session ends mid-review
         end_lock_sessions(pg_url)
         return PASSING
 
@@ -130,7 +132,7 @@ def test_a_lock_lost_between_two_watches_is_caught_by_the_fence_before_the_revie
         row = batch.rows[0]
         assert row.exit_code == ExitCode.INTERNAL and row.message and "lost its lock" in row.message
         assert entries(repo) == []  # the fence stopped the review-log entry
-        assert store.view(row.run_id).state == "stopped"
+        assert row.run_id is not None and store.view(row.run_id).state == "stopped"
         again = run_batch(repo, ["a"], store=store)
     finally:
         store.close()

@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 from agentkit import make_repo, runtime
+from conftest import run_cli
 from quality import build_base, evaluate, table
 
 from pipeline.agents.review import review_once
-from pipeline.agents.roles import load_roles
-from pipeline.agents.spawn import SpawnParams, prepare
+from pipeline.agents.roles import instructions_for, load_roles
+from pipeline.agents.spawn import prepare
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.findings import Finding
 from pipeline.formats.research_log import load_research_log
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.settings import Limits
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -116,7 +119,7 @@ def _author_round(
         design_mechanics_path=str(companion.relative_to(d.repo_root)) if companion else None,
         output_path=str(draft.relative_to(d.repo_root)),
         research_log_path=str(d.research_log.relative_to(d.repo_root)),
-        flagged_passages=flagged,
+        flagged_passages=[Finding.model_validate(f) for f in flagged],
     )
     spawn = prepare(roles["design-author"], params, d.reviews, d.repo_root)
     rt = runtime(d)
@@ -191,13 +194,13 @@ def test_inline_editor_edits_through_edit_and_keeps_line_one(tmp_path: Path) -> 
         output_path=str(d.design.relative_to(d.repo_root)),
         mutation_kind="content-edit",
         flagged_passages=[
-            {
-                "severity": "should-fix",
-                "rule": "hs-filler",
-                "section": "Overview",
-                "quote": "really",
-                "message": "m",
-            }
+            Finding(
+                severity="should-fix",
+                rule="hs-filler",
+                section="Overview",
+                quote="really",
+                message="m",
+            )
         ],
     )
     spawn = prepare(roles["inline-editor"], params, d.reviews, d.repo_root)
@@ -231,6 +234,37 @@ def test_whole_doc_guard_trips_only_on_a_collapsed_fan_out(tmp_path: Path) -> No
         0
     ].severity == "blocker"
     assert "wiring-error" not in {f.rule for f in audit().findings}  # design-sync's single pass
+
+
+def test_the_whole_doc_guard_trips_over_the_configured_floor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[partition] whole_doc_floor`` is the guard's floor, for the offline auditor and in the
+    instructions a model reads: a design kept as one slice on purpose (a raised
+    ``single_slice_max``) is reviewed once the floor is raised with it."""
+    d = make_repo(tmp_path)
+    d.design.write_text(d.design.read_text() + "\n".join(f"Line {i}." for i in range(400)) + "\n")
+    total = len(d.design.read_text().split("\n")) - 1
+    monkeypatch.chdir(d.repo_root)
+    settings = d.repo_root / "designloop.toml"
+    role = load_roles(d.repo_root)["readability-auditor"]
+
+    def rules(toml: str) -> tuple[list[str], str]:
+        settings.write_text(toml)
+        done = run_cli(["review", "readability-auditor", str(d.root), "--json"])
+        assert done.code in (0, 1), done.err
+        findings = [f for r in json.loads(done.out)["results"] for f in r["output"]["findings"]]
+        guard = next((f["message"] for f in findings if f["rule"] == "wiring-error"), "")
+        return [f["rule"] for f in findings], guard
+
+    found, guard = rules("[partition]\nsingle_slice_max = 600\n")
+    assert found == ["wiring-error"] and f"slice_count 1 for a {total}-line design (floor 300)" in guard
+    assert "`total_lines` is over 300, do not review" in instructions_for(role, d.repo_root)
+    found, guard = rules(f"[partition]\nsingle_slice_max = 600\nwhole_doc_floor = {total}\n")
+    assert "wiring-error" not in found and guard == ""
+    assert f"`total_lines` is over {total}, do not review" in instructions_for(role, d.repo_root)
+    found, guard = rules(f"[partition]\nsingle_slice_max = 600\nwhole_doc_floor = {total - 1}\n")
+    assert found == ["wiring-error"] and f"(floor {total - 1})" in guard
 
 
 def test_auditor_reads_only_its_slice_and_the_anchors(tmp_path: Path) -> None:
@@ -276,7 +310,10 @@ def test_later_rounds_fix_each_finding_in_its_own_file(tmp_path: Path) -> None:
     companion = d.design.with_name("design-mechanics.md")
     mech = ["# Mechanics", "", "## Buckets per tenant and route", "", "The script runs once (see D2).", ""]
     companion.write_text("\n".join(mech))
-    rel = lambda p: str(p.relative_to(d.repo_root))  # noqa: E731
+
+    def rel(p: Path) -> str:
+        return str(p.relative_to(d.repo_root))
+
     line = text.split("\n").index(next(x for x in text.split("\n") if "(per D6)" in x)) + 1
     flagged: list[dict[str, Any]] = [
         {
@@ -315,12 +352,12 @@ def test_the_author_defines_an_acronym_at_its_first_use_and_never_codes_a_name()
         "## Databases\n\n**TL;DR:** Databases move.\n\n"
         "AWS Relational Database Service (RDS) takes over backups for the databases.\n"
     )
-    finding = {"severity": "should-fix", "rule": "cr-term-order", "line": 5, "quote": "RDS", "message": "m"}
+    finding = Finding(severity="should-fix", rule="cr-term-order", line=5, quote="RDS", message="m")
     fixed, count, left = fixer.apply(text, [finding], instructions)
     assert (count, left) == (1, 0)
     assert "GOV.UK moves its Relational Database Service (RDS) databases and MAX_RETRY stays." in fixed
     assert "`" not in fixed
-    never = {**finding, "quote": "GOV"}  # nothing spells it out: left for judgement
+    never = finding.model_copy(update={"quote": "GOV"})  # nothing spells it out: left for judgement
     assert fixer.apply(text, [never], instructions)[1:] == (0, 1)
 
 

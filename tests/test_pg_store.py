@@ -40,6 +40,7 @@ def checkpoint_counts(url: str) -> dict[str, int]:
     return dict(got)
 
 
+@pytest.mark.slow
 def test_a_batch_on_the_store_is_seen_from_another_checkout(pg_url: str, tmp_path: Path) -> None:
     repo = batch_repo(tmp_path / "one", ["a", "b"])
     store = PgStore(pg_url, repo / "runs")
@@ -79,6 +80,7 @@ def test_a_batch_on_the_store_is_seen_from_another_checkout(pg_url: str, tmp_pat
     assert batch_report.stdout.strip().endswith("report.md")
 
 
+@pytest.mark.slow
 def test_an_unreachable_store_is_bad_input_with_its_address_and_no_password(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     bad = "postgresql://user:secret@127.0.0.1:1/nothing"
@@ -120,6 +122,7 @@ def checkout(root: Path, directory: str) -> Path:
     return root / directory
 
 
+@pytest.mark.slow
 def test_the_directory_lock_spans_processes_and_a_killed_holder_frees_it(pg_url: str, tmp_path: Path) -> None:
     elsewhere = checkout(tmp_path / "elsewhere", "docs/adr/a")  # another checkout of the repository
     holder = subprocess.Popen(

@@ -56,7 +56,7 @@ def review(d: DesignDir, role: str, limits: Limits | None = None) -> list[Findin
     return [f for r in run.results if r.review for f in r.review.findings]
 
 
-def comprehension_of(text: str) -> list[dict[str, object]]:
+def comprehension_of(text: str) -> list[Finding]:
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
     return comprehension.review(doc, view, known_acronyms(INSTRUCTIONS), keywords(INSTRUCTIONS))
@@ -73,7 +73,7 @@ def test_a_run_of_capitalised_words_across_punctuation_defines_no_acronym() -> N
     # "defined only later": a suggestion, not a should-fix.
     text = "# T\n\n## Overview\n\nThe DI layer loads first.\n\n## Detailed Design: Interop\n\nIt loads.\n"
     found = comprehension_of(text)
-    assert [f["severity"] for f in found if f["rule"] == "cr-term-order"] == ["suggestion"]
+    assert [f.severity for f in found if f.rule == "cr-term-order"] == ["suggestion"]
 
 
 # 2. Definitions missed ------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def test_a_plain_definition_is_a_definition_and_a_later_bold_restatement_is_not(
     d = repo(tmp_path, "electron-0008-preload-realm.md")
     assert not [f for f in review(d, "comprehension-review") if f.quote == "preload realm"]
     text = "# T\n\nIntro.\n\n## Use\n\nA cache is a store of rows kept near the reader.\n\n## Cache\n\nA **cache** is a store.\n"
-    assert not [f for f in comprehension_of(text) if f["rule"] == "cr-term-order"]
+    assert not [f for f in comprehension_of(text) if f.rule == "cr-term-order"]
 
 
 def test_a_section_reference_lands_on_a_heading_with_a_subtitle() -> None:
@@ -96,7 +96,7 @@ def test_a_section_reference_lands_on_a_heading_with_a_subtitle() -> None:
         "For more detail, see the Cache Impact section below.\n\n"
         "## Cache Impact (a preview of the eviction)\n\n**TL;DR:** Rows leave.\n\nRows leave the cache.\n"
     )
-    assert not [f for f in comprehension_of(text) if f["rule"] == "cr-dangling-ref"]
+    assert not [f for f in comprehension_of(text) if f.rule == "cr-dangling-ref"]
     assert [f for f in comprehension_of(text.replace("Cache Impact section", "Cache Budget section"))]
 
 
@@ -207,6 +207,7 @@ def create(d: DesignDir, runs: Path) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", _logs())
 def test_a_research_log_converges_with_every_field_and_name_intact(tmp_path: Path, log: str) -> None:
     d = repo(tmp_path, log=log)
@@ -226,6 +227,7 @@ def test_a_research_log_converges_with_every_field_and_name_intact(tmp_path: Pat
     assert "`GOV`" not in design and "`UK`" not in design
 
 
+@pytest.mark.slow
 def test_the_author_never_wraps_a_name_in_code(tmp_path: Path) -> None:
     # GOV.UK's AWS ADRs: "GOV.UK" stays whole (it was once written "`GOV`.`UK`"), and the run
     # says what of the seed's shape it left out, and why.

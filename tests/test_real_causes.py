@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agentkit import runtime
@@ -127,7 +126,7 @@ def test_a_word_that_carries_meaning_is_not_filler_and_is_never_deleted(tmp_path
         d = repo(tmp_path / doc, doc)
         assert not [f for f in review(d, "readability-auditor") if f.rule == "hs-filler" and f.line in lines]
         text = d.design.read_text(encoding="utf-8")
-        flagged: list[dict[str, Any]] = [{"rule": "hs-filler", "quote": "very", "severity": "should-fix"}]
+        flagged = [Finding(rule="hs-filler", quote="very", severity="should-fix", message="filler")]
         instructions = (Path(__file__).parent.parent / "prompts" / "house-style.md").read_text()
         new, _, _ = fixer.apply(text, flagged, instructions)
         for number in lines:
@@ -162,7 +161,7 @@ def test_a_quote_elsewhere_is_re_anchored_and_a_quote_nowhere_is_flagged_not_dro
         lines,
     )
     assert (moved.line, moved.quote) == (3, "beta gamma")
-    assert (spanning.line, spanning.quote) == (4, "epsilon") and spanning.quote in lines[3]
+    assert (spanning.line, spanning.quote) == (4, "epsilon") and "epsilon" in lines[3]
     assert lost.line is None and lost.unlocated and "unlocated" in lost.describe()
     assert json.loads(json.dumps(lost.to_json()))["unlocated"] is True
     assert (whole.line, whole.quote) == (1, "# Title")
@@ -205,7 +204,7 @@ def test_every_should_fix_the_auditor_raises_on_long_prose_is_fixed_by_the_fixer
     flagged = [f for f in review(d, "readability-auditor") if f.blocking]
     assert {"hs-sentence-length", "hs-wall-of-text"} <= {f.rule for f in flagged}
     instructions = (Path(__file__).parent.parent / "prompts" / "house-style.md").read_text()
-    fixed, count, left = fixer.apply(text, [f.model_dump(mode="json") for f in flagged], instructions)
+    fixed, count, left = fixer.apply(text, flagged, instructions)
     assert count == len(flagged) and left == 0
     d.design.write_text(fixed, encoding="utf-8")
     assert not [f for f in review(d, "readability-auditor") if f.blocking]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,19 @@ def test_estimate_prices_the_configured_models_and_names_unpriced_ones(
     assert priced[0]["high"]["tokens"] == high["tokens"]
     assert local[0]["high"]["unpriced"] == ["openai:qwen-local"] and local[0]["high"]["cost_usd"] == "0"
     assert missing.code == 2 and "names no design directory" in missing.err
+
+
+def test_a_damaged_batch_record_is_named_and_an_older_one_reads(tmp_path: Path) -> None:
+    from pipeline.errors import InputError
+    from pipeline.runs.store import load_batch_file
+
+    older = tmp_path / "older.json"
+    older.write_text('{"batch_id": "b1", "directories": [{"directory": "docs/a", "cost_usd": 0.5}]}')
+    record = load_batch_file(older)
+    assert record.kind == "?" and record.directories[0].cost_usd == Decimal("0.5")
+    assert record.directories[0].run_id is None and record.directories[0].action == "?"
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"batch_id": "b2", "directories": [{"tokens": "many"}]}')
+    with pytest.raises(InputError) as caught:
+        load_batch_file(damaged)
+    assert "directories.0.tokens" in caught.value.message and caught.value.file == str(damaged)

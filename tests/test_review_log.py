@@ -102,6 +102,7 @@ def _append(path: str, note: str) -> None:
     append_entry(Path(path), entry(note=note), lock_dir=Path(path).parent / "locks")
 
 
+@pytest.mark.slow
 def test_two_processes_append_distinct_entries(tmp_path: Path) -> None:
     path = tmp_path / "design-mutations.md"
     ctx = multiprocessing.get_context("spawn")

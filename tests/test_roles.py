@@ -10,8 +10,9 @@ from conftest import write
 
 from pipeline.agents.resolve import ModelOptions, parse_role_models, redact, resolve_models
 from pipeline.agents.roles import instructions_for, load_roles
-from pipeline.agents.spawn import SpawnParams, prefix_share, prepare
+from pipeline.agents.spawn import prefix_share, prepare
 from pipeline.errors import InputError, WiringError
+from pipeline.formats.spawn_params import SpawnParams
 
 SEED_TOOLS = {
     "design-author": ("Read", "Write", "Edit", "Bash", "PSI"),
@@ -85,7 +86,7 @@ def test_fan_out_prompts_differ_only_in_the_params_path(tmp_path: Path) -> None:
         prepare(
             role,
             SpawnParams(
-                role=role.name,
+                role="readability-auditor",
                 kind="phase1-creation",
                 target="design",
                 target_path="d.md",

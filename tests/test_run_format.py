@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 from agentkit import make_repo
 from conftest import run_cli
 from graphkit import start
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from pipeline.errors import ExitCode
@@ -38,7 +39,7 @@ def _write_old_checkpoint(runs: Path, run_id: str) -> None:
         graph.add_edge("step3_mechanical_checks", END)
         async with sqlite_checkpointer(runs) as saver:
             app = graph.compile(checkpointer=saver, interrupt_before=["step3_mechanical_checks"])
-            config = {"configurable": {"thread_id": run_id}}
+            config: RunnableConfig = {"configurable": {"thread_id": run_id}}
             await app.ainvoke({"run_id": run_id, "kind": "phase1-creation", "round": 1}, config)
 
     asyncio.run(write())
@@ -67,3 +68,23 @@ def test_a_run_record_of_the_previous_format_is_refused(tmp_path: Path) -> None:
     result = run_cli(["resume", run_dir.name, "--runs-dir", str(tmp_path / "runs")])
     assert result.code == ExitCode.BAD_INPUT
     assert f"this designloop reads format {RUN_FORMAT}" in result.err and "Traceback" not in result.err
+
+
+def test_every_kind_snapshots_under_before_and_an_older_creation_run_is_still_read(tmp_path: Path) -> None:
+    from pipeline.runs.snapshot import SNAPSHOT, snapshot_reader
+
+    d = make_repo(tmp_path)
+    d.mechanics.write_text("# companion\n")
+    run_dir = start(d, tmp_path)
+    assert (run_dir / SNAPSHOT / "_workflow" / "design.md").read_bytes() == d.design.read_bytes()
+    assert (run_dir / SNAPSHOT / "_workflow" / "design-mechanics.md").read_text() == "# companion\n"
+    assert not (run_dir / "before.md").exists()
+    # A run started by an earlier designloop kept before.md and before-companion.md at the top.
+    old = tmp_path / "old-run"
+    old.mkdir()
+    (old / "before.md").write_text("old draft\n")
+    (old / "before-companion.md").write_text("old companion\n")
+    read = snapshot_reader(d, old)
+    assert read(d.design) == b"old draft\n" and read(d.mechanics) == b"old companion\n"
+    assert read(d.final) == b"old draft\n"  # a phase-4 run's draft was before.md as well
+    assert snapshot_reader(d, run_dir)(d.final) is None  # absent when the run started

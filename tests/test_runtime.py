@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Coroutine
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -148,6 +149,7 @@ def test_transient_errors_are_retried_with_retry_after(tmp_path: Path) -> None:
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
+    assert inner.function is not None
     flaky = Flaky(inner.function, model_name="flaky")
     rt = runtime(
         d,
@@ -167,7 +169,9 @@ def test_a_non_transient_error_is_not_retried(tmp_path: Path) -> None:
             attempts.append(1)
             raise ModelHTTPError(400, "m", body="bad request")
 
-    rt = runtime(d, model_overrides={"comprehension-review": Broken(scripted(PASS).function)})
+    function = scripted(PASS).function
+    assert function is not None
+    rt = runtime(d, model_overrides={"comprehension-review": Broken(function)})
     result = review(d, rt, "comprehension-review").results[0]
     assert result.status == "inconclusive" and len(attempts) == 2  # one per attempt, no retries
 
@@ -322,7 +326,10 @@ def test_an_identical_request_in_flight_is_asked_once(tmp_path: Path, first: str
         model, entered, release, calls = _held_model([first, "ok", "ok"])
         cached = CachedModel(model, open_cache(tmp_path / "cache"))
         messages: list[Any] = [ModelRequest.user_text_prompt("the same prompt")]
-        ask = lambda: cached.request(messages, None, ModelRequestParameters())  # noqa: E731
+
+        def ask() -> Coroutine[Any, Any, Any]:
+            return cached.request(messages, None, ModelRequestParameters())
+
         leader = asyncio.ensure_future(ask())
         await entered.wait()
         followers = [asyncio.ensure_future(ask()) for _ in range(2)]

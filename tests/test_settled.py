@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 from conftest import body, design, write
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from pipeline.errors import DuplicateSection
 from pipeline.formats.design_doc import load_design
-from pipeline.formats.findings import WIRING_ERROR, Finding
+from pipeline.formats.findings import WIRING_ERROR, Finding, Severity
 from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 
 
@@ -20,7 +21,7 @@ def doc(tmp_path: Path, *sections: str, overview: str = "What this is."):  # typ
 
 
 def finding(
-    section: str | None, severity: str = "should-fix", rule: str = "house-style", line: int | None = 1
+    section: str | None, severity: Severity = "should-fix", rule: str = "house-style", line: int | None = 1
 ) -> Finding:
     return Finding(
         rule=rule,
@@ -30,7 +31,7 @@ def finding(
         section=section,
         message="m",
         suggested_fix="f",
-    )  # type: ignore[arg-type]
+    )
 
 
 def whole(d, findings: list[Finding]) -> list[SliceAudit]:  # type: ignore[no-untyped-def]
@@ -207,7 +208,9 @@ def test_never_dual_clean_with_an_unchecked_blocking_finding(case: dict[str, obj
     version = {n: 0 for n, _, _ in spans}
     state = SettledState()
     clean_on: dict[str, set[int]] = {n: set() for n in version}  # versions some audit found clean
-    for number, (changed, audits) in enumerate(case["rounds"], start=1):  # type: ignore[arg-type]
+    Audit = tuple[bool, list[tuple[Severity, str | int | None, int | None]]]
+    rounds = cast(list[tuple[list[int], list[Audit]]], case["rounds"])
+    for number, (changed, audits) in enumerate(rounds, start=1):
         for i in changed:
             version[f"S{i}"] += 1
         hashes = {n: f"{n}@{v}" for n, v in version.items()}
@@ -222,7 +225,7 @@ def test_never_dual_clean_with_an_unchecked_blocking_finding(case: dict[str, obj
                 continue
             found = [
                 Finding(
-                    severity=sev,  # type: ignore[arg-type]
+                    severity=sev,
                     section=f"S{where}" if isinstance(where, int) else where,
                     line=line,
                     rule="r",

@@ -132,10 +132,12 @@ def test_self_check_and_guard() -> None:
     assert_fanout(3, ["x"] * 500, limits)
     with pytest.raises(WiringError, match="2 auditor spawn"):
         assert_fanout(2, ["x"] * 900, limits)
-    assert whole_doc_guard({"slice_count": 1, "total_lines": 301}, "d.md") is not None
-    assert whole_doc_guard({"slice_count": 1, "total_lines": 300}, "d.md") is None
-    assert whole_doc_guard({"slice_count": 2, "total_lines": 900}, "d.md") is None
-    assert whole_doc_guard({}, "d.md") is None  # design-sync's single pass never trips it
+    floor = limits.whole_doc_floor
+    assert whole_doc_guard(1, 301, "d.md", floor) is not None
+    assert whole_doc_guard(1, 300, "d.md", floor) is None
+    assert whole_doc_guard(1, 301, "d.md", 400) is None  # the floor is a setting
+    assert whole_doc_guard(2, 900, "d.md", floor) is None
+    assert whole_doc_guard(None, None, "d.md", floor) is None  # design-sync's single pass never trips it
 
 
 def test_slices_cli(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,8 @@ from graphkit import go, start
 
 from pipeline.errors import ExitCode
 from pipeline.formats.database import check_database
-from pipeline.runs.events import EventLog
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import RoundStarted
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -120,7 +121,7 @@ def test_a_damaged_event_line_is_named_and_runs_skips_the_run(tmp_path: Path, li
     other = start(make_repo(tmp_path / "second"), tmp_path)
     with (other / "events.jsonl").open("ab") as handle:
         handle.write(line)
-    EventLog(other).emit("round", round=1)
+    EventLog(other).emit(RoundStarted(round=1))
     before = snapshot(tmp_path)
     status = run_cli(["status", other.name, "--runs-dir", str(runs)])
     assert status.code == ExitCode.BAD_INPUT, status.err

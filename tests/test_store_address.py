@@ -62,6 +62,7 @@ def test_a_malformed_address_is_bad_input_and_never_quoted(address: str, why: st
     assert SECRET not in caught.value.render() and SECRET[3:] not in caught.value.render()
 
 
+@pytest.mark.slow
 def test_the_commands_exit_2_naming_the_address_without_its_password(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     cases = [
@@ -84,6 +85,7 @@ def test_the_commands_exit_2_naming_the_address_without_its_password(tmp_path: P
     assert not (repo / "runs").exists()  # nothing written for bad input
 
 
+@pytest.mark.slow
 def test_a_run_looked_up_in_a_store_named_with_a_query_password_hides_it(pg_url: str, tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     address = f"{pg_url}?password={SECRET}"  # the test server trusts; the password is only shown
@@ -101,6 +103,7 @@ def _key_values(url: str) -> list[str]:
     return [f"{k}={v}" for k, v in conninfo_to_dict(url).items()]
 
 
+@pytest.mark.slow
 def test_an_address_naming_no_part_takes_them_from_the_pg_environment(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

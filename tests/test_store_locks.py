@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from batchkit import batch_repo, run_batch
 from workerkit import query
 
 from pipeline.errors import ExitCode
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.review_log import parse_entries
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.deps import RunDeps
 from pipeline.offline.driver import engine_model
+from pipeline.offline.observe import Observations
 from pipeline.runs.lock import holder_for
 from pipeline.runs.pg_store import PgStore
 
@@ -44,6 +48,7 @@ def designloop(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_directory_a_store_run_holds_is_refused_to_edits_and_local_runs(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -113,14 +118,15 @@ def test_asking_who_holds_a_lock_takes_nothing(pg_url: str, tmp_path: Path) -> N
     assert seen and not [s for s in seen if "advisory_lock" in s or "advisory_unlock" in s]
 
 
+@pytest.mark.slow
 def test_resume_wait_reads_the_run_once_it_holds_the_lock(pg_url: str, tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a"])
     entered, release = threading.Event(), threading.Event()
 
-    def held(params: dict[str, Any], obs: Any) -> dict[str, Any]:
+    def held(params: SpawnParams, obs: Observations) -> ReviewOutput:
         entered.set()
         release.wait(120)
-        return {"verdict": "PASS", "findings": []}
+        return ReviewOutput(verdict="PASS")
 
     def configure(deps: RunDeps) -> None:
         deps.runtime.model_overrides["comprehension-review"] = engine_model("comprehension-review", held)

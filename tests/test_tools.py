@@ -134,7 +134,8 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     from agentkit import runtime
 
     from pipeline.agents.roles import load_roles
-    from pipeline.agents.spawn import SpawnParams, prepare
+    from pipeline.agents.spawn import prepare
+    from pipeline.formats.spawn_params import SpawnParams
 
     text = repo.design.read_text()
     repo.design.write_text(text + "\n## Appendix\n\n**TL;DR:** More.\n\nSecret appendix sentence.\n")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from batchkit import batch_repo
 from faultkit import repaid
 from graphkit import long_design
@@ -19,6 +20,15 @@ from workerkit import HoldingServer, finished, holder_pid, query, wait_until, wo
 from pipeline.formats.review_log import parse_entries
 
 DOC = long_design(sections=8) + "\n"
+QUICK = "[worker]\nheartbeat = 4\ndequeue = 1\n"
+"""A killed worker's job is stale after 4 s, and a draining worker looks every second, so the
+takeover comes in seconds (the defaults, 20 s and 10 s, are for real machines)."""
+
+
+def worker_repo(tmp_path: Path, names: list[str]) -> Path:
+    repo = batch_repo(tmp_path, names)
+    (repo / "designloop.toml").write_text(QUICK, encoding="utf-8")
+    return repo
 
 
 def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,8 +39,9 @@ def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a", "b", "c"])
+    repo = worker_repo(tmp_path, ["a", "b", "c"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
         queued = enqueue(repo, pg_url, *model, "--no-warmup")
@@ -81,8 +92,9 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
     assert len(outcome) == 1 and outcome[0]["outcome"] == "PASS" and outcome[0]["pid"] != pid
 
 
+@pytest.mark.slow
 def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a", "b"])
+    repo = worker_repo(tmp_path, ["a", "b"])
     with HoldingServer(DOC, "comprehension-review", "docs/adr/a/") as server:
         model = ["--model", "openai:scripted", "--base-url", server.base_url]
         queued = enqueue(repo, pg_url, *model, "--no-warmup")
@@ -113,8 +125,9 @@ def states(url: str, run_id: str) -> list[str]:
     return [r[0] for r in rows if r[0] in kinds]
 
 
+@pytest.mark.slow
 def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_path: Path) -> None:
-    repo = batch_repo(tmp_path, ["a"])
+    repo = worker_repo(tmp_path, ["a"])
 
     def designloop(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -54,7 +54,7 @@ def worker(url: str, repo: Path, *extra: str) -> subprocess.Popen[bytes]:
 
 def query(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, options="-c search_path=designloop") as conn:
-        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        return conn.execute(sql, args).fetchall()
 
 
 def holder_pid(url: str, directory: str) -> int | None:

@@ -53,10 +53,6 @@ VOLATILE_KEYS = frozenset(
 
 #: The attempt number of the spawn being run: a deliberate re-run must not hit its own cache entry.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("designloop_attempt", default=1)
-#: Called once when the current spawn gets its first answer (the fan-out's warm-up signal).
-FIRST_ANSWER: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "designloop_first_answer", default=None
-)
 #: Where the current spawn's call records go.
 RECORDER: contextvars.ContextVar[CallLog | None] = contextvars.ContextVar("designloop_recorder", default=None)
 
@@ -76,6 +72,14 @@ class CallLog:
     first_request: str | None = None
     """The spawn's first request as sent (messages, then tool definitions): what a fan-out
     shares as a prefix."""
+    first_answer: Callable[[], None] | None = None
+    """Told once, when the spawn gets its first answer (the fan-out's warm-up signal)."""
+
+    def answered(self) -> None:
+        """Tell whoever waits for this spawn's first answer (once)."""
+        hook, self.first_answer = self.first_answer, None
+        if hook is not None:
+            hook()
 
 
 def _canonical(value: Any) -> Any:
@@ -187,7 +191,7 @@ class CachedModel(WrapperModel):
                     continue
             if recorder is not None:
                 recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
-            _answered()
+                recorder.answered()
             cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
             assert isinstance(cached, ModelResponse)
             return replace(cached, usage=RequestUsage())
@@ -221,7 +225,7 @@ class CachedModel(WrapperModel):
                     response_cost(response),
                 )
             )
-        _answered()
+            recorder.answered()
         return response
 
     async def _first_or_later(
@@ -262,14 +266,6 @@ class CachedModel(WrapperModel):
                 response = await self.wrapped.request(messages, settings, model_request_parameters)
         assert response is not None
         return response
-
-
-def _answered() -> None:
-    """Tell whoever waits for this spawn's first answer (once)."""
-    hook = FIRST_ANSWER.get()
-    if hook is not None:
-        FIRST_ANSWER.set(None)
-        hook()
 
 
 def open_cache(directory: Path) -> diskcache.Cache:

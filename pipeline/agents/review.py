@@ -12,11 +12,10 @@ from pipeline.agents.runtime import RoleResult, Runtime
 from pipeline.agents.spawn import prefix_share
 from pipeline.errors import InputError
 from pipeline.formats.anchor import anchor_in_file
-from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.research_log_edits import append_gate_entry
+from pipeline.formats.review_file import write_review_file
 from pipeline.formats.slices import Slice
-from pipeline.formats.textio import atomic_write
 from pipeline.settings import Limits
 
 REVIEW_DIR = "review"
@@ -75,10 +74,3 @@ async def review_once(
             if not reviews_existed and d.reviews.is_dir() and not any(d.reviews.iterdir()):
                 d.reviews.rmdir()
     return ReviewRun(results, prefix_share(texts), entry)
-
-
-def write_review_file(path: Path, review: ReviewOutput) -> None:
-    """Persist a review to a file on a read-only role's behalf (the phase-4 output_path)."""
-    lines = [f"Verdict: {review.verdict}", "", "## Structural findings", ""]
-    lines += [f"- {f.severity}: {f.describe()}" for f in review.findings] or ["- none"]
-    atomic_write(path, "\n".join(lines) + "\n")

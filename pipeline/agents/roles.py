@@ -12,14 +12,20 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationInfo, field_validator
 
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
-from pipeline.settings import USER_PARAMS, data_dir, load_toml
+from pipeline.settings import USER_PARAMS, data_dir, load_limits, load_toml
+from pipeline.validation import validated, yaml_locator
 
 TOOLS = ("Read", "Grep", "Glob", "Write", "Edit", "Bash", "PSI")
 WRITE_TOOLS = frozenset({"Write", "Edit"})
 OVERRIDE_DIR = ".designloop"
+SETTING_FLOOR = "{whole_doc_floor}"
+"""Where an agent's instructions quote ``[partition] whole_doc_floor``."""
+NOT_WORKFLOW = frozenset({"models", "worker"})
+"""Tables of a user's designloop.toml that do not change what a run does to a design."""
 Output = Literal["review", "author"]
 Tier = Literal["strong", "fast"]
 
@@ -62,8 +68,56 @@ def find_file(kind: str, name: str, repo_root: Path | None) -> Path:
     raise InputError(f"no {kind[:-1]} named {name}", hint=f"expected {data_dir(kind) / name}")
 
 
-def parse_role(path: Path) -> RoleDef:
-    text = read_text(path, what="agent definition").text
+class Frontmatter(BaseModel):
+    """The fields of an agent definition's YAML frontmatter (docs/agents.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: StrictStr
+    description: StrictStr
+    model_tier: Tier
+    output: Output
+    reads_research_log: StrictBool
+    tools: tuple[str, ...]
+    """The allow-list: a comma-separated string or a list (checked against the fields above)."""
+    prompts: tuple[StrictStr, ...] = ()
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(t.strip() for t in value.split(",") if t.strip())
+        if isinstance(value, list):
+            return tuple(str(t).strip() for t in value)
+        raise ValueError("tools must be a comma-separated string or a list, e.g. tools: Read, Grep")
+
+    @field_validator("tools")
+    @classmethod
+    def _allowed(cls, tools: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {unknown}: tools are {', '.join(TOOLS)}")
+        writing = sorted(WRITE_TOOLS & set(tools))
+        if info.data.get("output") == "review" and writing:
+            raise ValueError(
+                f"review role {info.data.get('name')} may not have write tools {writing}:"
+                " read-only roles get Read, Grep, Glob or PSI only"
+            )
+        if info.data.get("reads_research_log") is False and "Bash" in tools:
+            raise ValueError(
+                "a cold role may not have Bash: it could read the research log through a shell"
+                " (drop Bash from its tools, or set reads_research_log: true)"
+            )
+        return tools
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        return () if value is None else value
+
+
+def _frontmatter(path: Path, text: str) -> tuple[str, str]:
+    """The frontmatter's YAML and the body after it."""
     if not text.startswith("---\n"):
         raise InputError(
             "agent definition has no YAML frontmatter",
@@ -76,8 +130,14 @@ def parse_role(path: Path) -> RoleDef:
         raise InputError(
             "agent frontmatter is not closed", file=path, line=1, hint="add a closing '---' line"
         )
+    return text[4:end], text[end + 5 :]
+
+
+def parse_role(path: Path) -> RoleDef:
+    text = read_text(path, what="agent definition").text
+    yaml_text, body = _frontmatter(path, text)
     try:
-        meta = yaml.safe_load(text[4:end]) or {}
+        meta = yaml.safe_load(yaml_text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
@@ -86,95 +146,19 @@ def parse_role(path: Path) -> RoleDef:
             line=(mark.line + 2) if mark is not None else 1,
             hint="fix the YAML between the '---' lines",
         ) from None
-    if not isinstance(meta, dict):
-        raise InputError(
-            "frontmatter must be a mapping of fields",
-            file=path,
-            line=2,
-            hint="write the fields as YAML key: value lines between the '---' lines",
-        )
-
-    def field(name: str) -> object:
-        if name not in meta:
-            raise InputError(
-                f"agent definition lacks the '{name}' field",
-                file=path,
-                line=2,
-                hint="add the field to the frontmatter (see docs/agents.md)",
-            )
-        return meta[name]
-
-    raw_tools = field("tools")
-    if isinstance(raw_tools, str):
-        tools = tuple(t.strip() for t in raw_tools.split(",") if t.strip())
-    elif isinstance(raw_tools, list):
-        tools = tuple(str(t).strip() for t in raw_tools)
-    else:
-        raise InputError(
-            "tools must be a comma-separated string or a list",
-            file=path,
-            line=2,
-            hint="e.g. tools: Read, Grep",
-        )
-    unknown = [t for t in tools if t not in TOOLS]
-    if unknown:
-        raise InputError(
-            f"unknown tool(s) {unknown}", file=path, line=2, hint=f"tools are {', '.join(TOOLS)}"
-        )
-    output, tier = field("output"), field("model_tier")
-    if output not in ("review", "author"):
-        raise InputError(
-            f"output must be 'review' or 'author', not {output!r}",
-            file=path,
-            line=2,
-            hint="set output: review or output: author",
-        )
-    if tier not in ("strong", "fast"):
-        raise InputError(
-            f"model_tier must be 'strong' or 'fast', not {tier!r}",
-            file=path,
-            line=2,
-            hint="set model_tier: strong or model_tier: fast",
-        )
-    reads_log = field("reads_research_log")
-    if not isinstance(reads_log, bool):
-        raise InputError(
-            "reads_research_log must be true or false",
-            file=path,
-            line=2,
-            hint="set reads_research_log: true or reads_research_log: false",
-        )
-    if output == "review" and WRITE_TOOLS & set(tools):
-        raise InputError(
-            f"review role {meta.get('name')} may not have write tools {sorted(WRITE_TOOLS & set(tools))}",
-            file=path,
-            line=2,
-            hint="read-only roles get Read, Grep, Glob or PSI only",
-        )
-    if not reads_log and "Bash" in tools:
-        raise InputError(
-            "a cold role may not have Bash: it could read the research log through a shell",
-            file=path,
-            line=2,
-            hint="drop Bash from its tools, or set reads_research_log: true",
-        )
-    prompts = meta.get("prompts") or []
-    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-        raise InputError(
-            "prompts must be a list of prompt file names",
-            file=path,
-            line=2,
-            hint="e.g. prompts: [house-style.md]",
-        )
+    hint = "fix the field in the frontmatter (docs/agents.md lists the fields and their values)"
+    front = validated(
+        Frontmatter, meta if meta is not None else {}, path, hint, locate=yaml_locator(yaml_text, 2)
+    )
     return RoleDef(
-        name=str(field("name")),
-        description=str(field("description")),
-        tools=tools,
-        tier="strong" if tier == "strong" else "fast",
-        output="author" if output == "author" else "review",
-        reads_research_log=reads_log,
-        prompts=tuple(prompts),
-        body=text[end + 5 :].strip() + "\n",
+        name=front.name,
+        description=front.description,
+        tools=front.tools,
+        tier=front.model_tier,
+        output=front.output,
+        reads_research_log=front.reads_research_log,
+        prompts=front.prompts,
+        body=body.strip() + "\n",
         source=path,
     )
 
@@ -200,10 +184,14 @@ def load_prompt(name: str, repo_root: Path | None = None) -> str:
 
 
 def instructions_for(role: RoleDef, repo_root: Path | None = None) -> str:
-    """The role's full instructions: its body followed by the shared prompts it names."""
+    """The role's full instructions: its body followed by the shared prompts it names, with the
+    settings they quote (``{whole_doc_floor}``) filled in from the run's params."""
     parts = [role.body.rstrip()]
     parts += [load_prompt(name, repo_root).rstrip() for name in role.prompts]
-    return "\n\n".join(parts) + "\n"
+    text = "\n\n".join(parts) + "\n"
+    if SETTING_FLOOR in text:
+        text = text.replace(SETTING_FLOOR, str(load_limits(repo_root).whole_doc_floor))
+    return text
 
 
 def workflow_overrides(repo_root: Path) -> list[Path]:
@@ -218,7 +206,8 @@ def workflow_overrides(repo_root: Path) -> list[Path]:
 def workflow_definitions(repo_root: Path | None = None) -> list[tuple[str, bytes]]:
     """The effective definitions a run uses, for the stamp's digest (docs/formats.md §2):
     every agent and prompt file after overrides, the shipped params files, and the user's
-    loop settings (their designloop.toml without the model choice, which is not the workflow)."""
+    loop settings (their designloop.toml without the model choice and the queue workers'
+    intervals, which are not the workflow)."""
     found: dict[str, bytes] = {}
     for kind in ("agents", "prompts"):
         for directory in reversed(_dirs(kind, repo_root)):  # shipped first, overrides win
@@ -227,7 +216,7 @@ def workflow_definitions(repo_root: Path | None = None) -> list[tuple[str, bytes
     for path in sorted(data_dir("params").glob("*.toml")):
         found[f"params/{path.name}"] = path.read_bytes()
     if repo_root is not None and (repo_root / USER_PARAMS).is_file():
-        user = {k: v for k, v in load_toml(repo_root / USER_PARAMS).items() if k != "models"}
+        user = {k: v for k, v in load_toml(repo_root / USER_PARAMS).items() if k not in NOT_WORKFLOW}
         if user:
             found[f"user/{USER_PARAMS}"] = json.dumps(user, sort_keys=True, default=str).encode()
     return sorted(found.items())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
@@ -31,16 +32,17 @@ from pipeline.agents.models import build_model, describe_failure, settings_for
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.retry import RetryPolicy
 from pipeline.agents.roles import RoleDef
-from pipeline.agents.spawn import Spawn, SpawnParams, prepare
+from pipeline.agents.spawn import Spawn, prepare
 from pipeline.agents.tools import ToolContext, tools_for
 from pipeline.agents.usage import Budget, Ledger, Usage
 from pipeline.agents.views import bounded_view
 from pipeline.errors import InputError
 from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import Status
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.observe import EngineError
-
-Status = Literal["ok", "inconclusive"]
+from pipeline.settings import Limits
 
 
 @dataclass(slots=True)
@@ -104,6 +106,8 @@ class Runtime:
     bash_timeout: float = 10.0
     private_dirs: tuple[Path, ...] = ()
     """Directories no role reads (the runs directory: run records, checkpoints, the cache)."""
+    limits: Limits = field(default_factory=Limits)
+    """The run's settings: the offline auditor's whole-doc guard trips over their floor."""
     _models: dict[str, Model] = field(default_factory=dict)
     _logs: dict[Path, LogVersions] = field(default_factory=dict)
     _built: dict[str, Model] = field(default_factory=dict)
@@ -124,7 +128,7 @@ class Runtime:
             elif spec == OFFLINE:
                 from pipeline.offline.engines import offline_model
 
-                base = offline_model(role)
+                base = offline_model(role, self.limits)
             else:
                 base = self.provider_model(spec)
             self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)
@@ -209,12 +213,18 @@ class Runtime:
         return views
 
     async def spawn(
-        self, params: SpawnParams, design: DesignDir, index: int | None = None, reviews: Path | None = None
+        self,
+        params: SpawnParams,
+        design: DesignDir,
+        index: int | None = None,
+        reviews: Path | None = None,
+        first_answer: Callable[[], None] | None = None,
     ) -> RoleResult:
-        """Write the params file, confine the role's tools, run it: the spawn contract, once."""
+        """Write the params file, confine the role's tools, run it: the spawn contract, once.
+        ``first_answer`` is told when the spawn's first answer arrives."""
         spawn = prepare(self.roles[params.role], params, reviews or design.reviews, design.repo_root, index)
         ctx = self.tool_context(spawn, design.research_log, design.code_root, design.reviews)
-        return await self.run(spawn, ctx)
+        return await self.run(spawn, ctx, first_answer)
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role
@@ -229,7 +239,9 @@ class Runtime:
             name=role.name,
         )
 
-    async def run(self, spawn: Spawn, ctx: ToolContext) -> RoleResult:
+    async def run(
+        self, spawn: Spawn, ctx: ToolContext, first_answer: Callable[[], None] | None = None
+    ) -> RoleResult:
         """Run the spawn; on malformed output or a time-out re-run once, then report INCONCLUSIVE."""
         role = spawn.role
         spec = self.model_specs.get(role.name, OFFLINE)
@@ -241,7 +253,7 @@ class Runtime:
         first = ""
         for attempt in (1, 2):
             self.budget.check(self.ledger.total())
-            log = CallLog()
+            log = CallLog(first_answer=first_answer)
             attempt_token, recorder_token = ATTEMPT.set(attempt), RECORDER.set(log)
             try:
                 result = await self.agent_for(spawn).run(
@@ -271,6 +283,7 @@ class Runtime:
                 ATTEMPT.reset(attempt_token)
                 RECORDER.reset(recorder_token)
                 first = first or log.first_request or ""
+                first_answer = log.first_answer  # None once told
             self._record(usage, log, spawn)
             return RoleResult(
                 role.name,

@@ -154,6 +154,7 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
         base_url=options.base_url,
         bash_timeout=run.bash_timeout,
         private_dirs=(runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root)),
+        limits=limits,
     )
     return Session(runtime, limits, run, runs_dir, params)
 

@@ -10,10 +10,10 @@ from typing import Literal
 from pipeline.checks.table import Rule
 from pipeline.formats.design_doc import DesignDoc
 from pipeline.formats.findings import MECHANICAL, Finding, Fix
+from pipeline.formats.kinds import Target
 from pipeline.formats.plan import PlanFile
 from pipeline.settings import Limits
 
-Target = Literal["design", "mechanics", "both"]
 Scope = Literal["bounded", "whole-doc"]
 
 

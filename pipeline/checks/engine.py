@@ -4,12 +4,13 @@ params/rules.toml, return the findings in a stable order."""
 from __future__ import annotations
 
 from pipeline.checks import prose, structure
-from pipeline.checks.context import CHECKS, CheckContext, CheckRequest, Scope, Target
+from pipeline.checks.context import CHECKS, CheckContext, CheckRequest, Scope
 from pipeline.checks.prose import find_asides
 from pipeline.checks.table import Rule, rule_table
 from pipeline.errors import InputError, WiringError
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import Finding, sort_findings
+from pipeline.formats.kinds import Target
 from pipeline.formats.plan import PlanFile, load_plan_file, load_tracks
 from pipeline.settings import Limits
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from pipeline.errors import InputError
+from pydantic import BaseModel, ConfigDict, RootModel
+
 from pipeline.formats.findings import Severity
 from pipeline.settings import data_dir, load_toml
+from pipeline.validation import toml_locator, toml_name, validated
 
 SEVERITIES: tuple[Severity, ...] = ("blocker", "should-fix", "suggestion")
 
@@ -20,19 +22,26 @@ class Rule:
     summary: str
 
 
+class RuleSpec(BaseModel):
+    """One row of params/rules.toml."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    severity: Severity
+    auto_applicable: bool = False
+    summary: str = ""
+
+
+class RuleFile(RootModel[dict[str, RuleSpec]]):
+    """params/rules.toml: one table per rule ID."""
+
+
 @cache
 def rule_table() -> dict[str, Rule]:
     path = data_dir("params") / "rules.toml"
-    table: dict[str, Rule] = {}
-    for rule_id, spec in load_toml(path).items():
-        severity = spec.get("severity")
-        if severity not in SEVERITIES:
-            raise InputError(
-                f"rule {rule_id} has unknown severity {severity!r}",
-                file=path,
-                hint="severity is blocker, should-fix or suggestion",
-            )
-        table[rule_id] = Rule(
-            rule_id, severity, bool(spec.get("auto_applicable", False)), str(spec.get("summary", ""))
-        )
-    return table
+    hint = "severity is blocker, should-fix or suggestion; reinstall designloop, or restore the file"
+    rows = validated(RuleFile, load_toml(path), path, hint, locate=toml_locator(path), name=toml_name)
+    return {
+        rule_id: Rule(rule_id, spec.severity, spec.auto_applicable, spec.summary)
+        for rule_id, spec in rows.root.items()
+    }

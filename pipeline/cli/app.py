@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.fast import FAST_COMMANDS, run_fast
+from pipeline.cli.options import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt
 from pipeline.errors import ExitCode, InputError
 
 app = typer.Typer(
@@ -28,25 +29,6 @@ _SUMMARIES = {
     "drift": "Check the claims ledgers against the code now (exit 0 current, 1 stale, 2 bad input).",
     "claims": "Write each design file's claims ledger afresh from the design and the code (no model).",
 }
-
-ModelOpt = Annotated[str | None, typer.Option("--model", help="pydantic-ai model string for every role")]
-RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="ROLE=MODEL, repeatable")]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
-BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
-CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
-RequestsOpt = Annotated[
-    int | None,
-    typer.Option("--max-requests", help="the most model requests one spawn may make ([run] spawn_requests)"),
-]
-RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
-StoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        help="postgresql://... keeps runs in PostgreSQL (default: DESIGNLOOP_STORE, else local files)",
-    ),
-]
 
 
 def _passthrough(name: str) -> None:

@@ -6,27 +6,39 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import (
+from pipeline.cli.app import app
+from pipeline.cli.options import (
     BaseUrlOpt,
+    BatchFlags,
     BudgetOpt,
     CostOpt,
+    DirsArg,
+    FailOnOpt,
+    ForceOpt,
     JsonOpt,
     ModelOpt,
+    NoWarmupOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
-    app,
+    WaitOpt,
+    parse_fail_on,
+    runs_dir_of,
 )
-from pipeline.cli.runs import FailOnOpt, ForceOpt, NoWarmupOpt, WaitOpt, _fail_on, runs_dir_of
+from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
+    from pipeline.agents.session import SessionOptions
     from pipeline.errors import ExitCode
-    from pipeline.graph.batch import Batch, Row
+    from pipeline.fleet.batch import Batch, BatchRunner, Row
+    from pipeline.runs.event_fields import BaseEvent
 
 batch_app = typer.Typer(
     name="batch",
@@ -35,7 +47,6 @@ batch_app = typer.Typer(
 )
 app.add_typer(batch_app)
 
-DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="how many runs at once")]
 BatchBudgetOpt = Annotated[
     int | None,
@@ -73,7 +84,7 @@ def _cells(row: Row) -> list[str]:
     ]
 
 
-def _table(batch: Batch) -> Any:
+def _table(batch: Batch) -> Table:
     from rich.table import Table
 
     table = Table(*COLUMNS, title=f"batch {batch.batch_id}")
@@ -82,7 +93,7 @@ def _table(batch: Batch) -> Any:
     return table
 
 
-def _present(batch: Batch) -> None:
+def present_batch(batch: Batch) -> None:
     from rich.console import Console
 
     console = Console()
@@ -104,78 +115,56 @@ def _present(batch: Batch) -> None:
     )
 
 
-def _run_batch(
-    kind: str,
-    directories: list[str],
-    jobs: int,
-    model: str | None,
-    role_model: list[str] | None,
-    base_url: str | None,
-    budget: int | None,
-    max_cost: str | None,
-    batch_budget: int | None,
-    batch_max_cost: str | None,
-    runs_dir: Path | None,
-    store_url: str | None,
-    no_warmup: bool,
-    fail_on: str | None,
-    wait: bool,
-    as_json: bool,
-    sarif: Path | None = None,
-    force: bool = False,
-    max_requests: int | None = None,
-    stale_only: bool = False,
-) -> None:
-    from pipeline.agents.session import SessionOptions, check_budget, parse_cost
+def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
+    """Check everything that holds for the whole batch, run it (live on a terminal), report it
+    (and write its SARIF), and exit with its most urgent code."""
+    from pipeline.agents.session import check_budget, parse_cost
     from pipeline.errors import InputError
+    from pipeline.fleet.batch import BatchOptions, BatchRunner
     from pipeline.formats.design_dir import expand_directories
-    from pipeline.graph.batch import BatchOptions, BatchRunner
     from pipeline.runs.store import open_store
     from pipeline.settings import repo_root
 
     # Everything that holds for the whole batch is checked before anything is opened or written.
-    if jobs < 1:
-        raise InputError(f"--jobs {jobs} is not a positive number", hint="e.g. --jobs 8")
-    check_budget(batch_budget, "--batch-budget")
-    cost = parse_cost(batch_max_cost, "--batch-max-cost")
-    failing = _fail_on(fail_on) or "blocker"
-    target = _check_sarif(sarif)
+    if flags.jobs < 1:
+        raise InputError(f"--jobs {flags.jobs} is not a positive number", hint="e.g. --jobs 8")
+    check_budget(flags.batch_budget, "--batch-budget")
+    cost = parse_cost(flags.batch_max_cost, "--batch-max-cost")
+    failing = parse_fail_on(flags.fail_on) or "blocker"
+    target = _check_sarif(flags.sarif)
     dirs = expand_directories(directories, Path.cwd())
-    runs = runs_dir_of(runs_dir)
-    session = SessionOptions(
-        model, tuple(role_model or ()), base_url, budget, max_cost, runs, max_requests=max_requests
-    )
+    session = flags.session()
     check_session(repo_root(dirs[0]), session)
-    store = open_store(store_url, runs)
-    outputs = (target,) if target is not None else ()
+    runs = runs_dir_of(flags.runs_dir)
+    store = open_store(flags.store, runs)
     options = BatchOptions(
-        kind,
-        session,
-        jobs,
-        not no_warmup,
-        failing,
-        wait,
-        batch_budget,
-        cost,
-        outputs,
-        force=force,
-        stale_only=stale_only,
+        kind=kind,
+        session=session,
+        jobs=flags.jobs,
+        warmup=not flags.no_warmup,
+        fail_on=failing,
+        wait=flags.wait,
+        batch_tokens=flags.batch_budget,
+        batch_cost=cost,
+        outputs=(target,) if target is not None else (),
+        force=flags.force,
+        stale_only=flags.stale_only,
     )
-    live = not as_json and sys.stdout.isatty()
+    live = not flags.as_json and sys.stdout.isatty()
     try:
         runner = BatchRunner(options, store)
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
     code = _write_sarif(target, batch, runs, repo_root(dirs[0])) if target is not None else batch.exit_code
-    if as_json:
+    if flags.as_json:
         typer.echo(json.dumps(batch.to_json(), indent=2))
     else:
-        _present(batch)
+        present_batch(batch)
     raise typer.Exit(int(code))
 
 
-def check_session(root: Path, session: Any) -> None:
+def check_session(root: Path, session: SessionOptions) -> None:
     """The model flags (--model, --role-model, --base-url) and budgets, checked once for every
     directory of the batch: bad ones are bad input before anything is written."""
     from pipeline.agents.session import check_models, open_session
@@ -203,8 +192,8 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     from pipeline.agents.readable import record_byproducts
     from pipeline.cli.batch_sarif import batch_sarif
     from pipeline.errors import ExitCode
+    from pipeline.fleet.rows import EXIT_RANK
     from pipeline.formats.textio import atomic_write
-    from pipeline.graph.batch_rows import EXIT_RANK
 
     try:
         atomic_write(target, batch_sarif(batch))
@@ -215,12 +204,12 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     return batch.exit_code
 
 
-def _with_live(runner: Any, dirs: list[Path]) -> Batch:
+def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
     from rich.live import Live
 
     with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:
 
-        def redraw(row: Row, event: dict[str, Any] | None) -> None:
+        def redraw(row: Row, event: BaseEvent | None) -> None:
             live.update(_table(runner.batch))
 
         runner.progress = redraw
@@ -228,7 +217,7 @@ def _with_live(runner: Any, dirs: list[Path]) -> Batch:
     return batch
 
 
-def _register(name: str, kind: str, doc: str) -> None:
+def _register(name: str, kind: CreationKind, doc: str) -> None:
     def command(
         directories: DirsArg,
         jobs: JobsOpt = 4,
@@ -250,28 +239,27 @@ def _register(name: str, kind: str, doc: str) -> None:
         max_requests: RequestsOpt = None,
         stale_only: StaleOnlyOpt = False,
     ) -> None:
-        _run_batch(
-            kind,
-            directories,
-            jobs,
-            model,
-            role_model,
-            base_url,
-            budget,
-            max_cost,
-            batch_budget,
-            batch_max_cost,
-            runs_dir,
-            store,
-            no_warmup,
-            fail_on,
-            wait,
-            as_json,
-            sarif,
-            force,
-            max_requests,
-            stale_only,
+        flags = BatchFlags(
+            model=model,
+            role_model=role_model,
+            base_url=base_url,
+            budget=budget,
+            max_cost=max_cost,
+            runs_dir=runs_dir,
+            max_requests=max_requests,
+            jobs=jobs,
+            batch_budget=batch_budget,
+            batch_max_cost=batch_max_cost,
+            store=store,
+            no_warmup=no_warmup,
+            fail_on=fail_on,
+            wait=wait,
+            as_json=as_json,
+            sarif=sarif,
+            force=force,
+            stale_only=stale_only,
         )
+        run_batch(kind, directories, flags)
 
     command.__doc__ = doc
     batch_app.command(name=name)(command)
@@ -288,11 +276,11 @@ EXITS = """
     """
 _register(
     "create",
-    "phase1-creation",
+    PHASE1,
     "phase1-creation on every design directory named (paths or globs), --jobs at a time.\n" + EXITS,
 )
 _register(
     "final",
-    "phase4-creation",
+    PHASE4,
     "phase4-creation on every design directory named (paths or globs), --jobs at a time.\n" + EXITS,
 )

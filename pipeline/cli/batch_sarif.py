@@ -12,10 +12,10 @@ open stays open); one left alone as edited adds nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipeline.cli.render import to_sarif
+from pipeline.fleet.rows import Batch
 from pipeline.formats.findings import Finding, Severity
+from pipeline.formats.kinds import PHASE1
 
 STATES: dict[str, tuple[str, Severity, str]] = {
     "bad": (
@@ -35,12 +35,12 @@ STATES: dict[str, tuple[str, Severity, str]] = {
 }
 
 
-def batch_findings(batch: Any) -> list[Finding]:
+def batch_findings(batch: Batch) -> list[Finding]:
     out: list[Finding] = []
     for row in batch.rows:
         target = (
             f"{row.directory}/_workflow/design.md"
-            if batch.kind == "phase1-creation"
+            if batch.kind == PHASE1
             else (f"{row.directory}/design-final.md")
         )
         out += [f if f.file else f.model_copy(update={"file": target}) for f in row.findings]
@@ -53,7 +53,7 @@ def batch_findings(batch: Any) -> list[Finding]:
     return out
 
 
-def batch_sarif(batch: Any) -> str:
+def batch_sarif(batch: Batch) -> str:
     from pipeline.checks.table import rule_table
 
     return to_sarif(batch_findings(batch), rule_table())

@@ -9,28 +9,29 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import (
+from pipeline.cli.app import app
+from pipeline.cli.options import (
     BaseUrlOpt,
     BudgetOpt,
     CostOpt,
+    EditFlags,
     JsonOpt,
     ModelOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
-    app,
+    WaitOpt,
+    parse_fail_on,
+    runs_dir_of,
 )
-from pipeline.cli.runs import WaitOpt
 from pipeline.errors import InputError
+from pipeline.formats.kinds import EDIT_KINDS, is_edit_kind
 
 if TYPE_CHECKING:
-    from pipeline.formats.edit_request import Choice
+    from pipeline.formats.edit_request import Choice, EditRequest
     from pipeline.formats.staleness import StaleQuestion
 
-KINDS = (
-    "content-edit, section-add, section-remove, section-rename, section-move, structural-rewrite, "
-    "length-trigger-crossing, mechanics-edit, design-sync"
-)
+KINDS = ", ".join(EDIT_KINDS)
 
 
 def _choice(value: str | None, flag: str, allowed: tuple[str, ...]) -> str | None:
@@ -84,52 +85,82 @@ def edit(
     Exit 0 PASS (or should-fix findings left, with a warning), 1 blockers remain (or should-fix
     under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget.
     """
-    from pipeline.agents.session import SessionOptions
-    from pipeline.cli.fast import resolve
-    from pipeline.cli.runs import _execute, _fail_on, _locked, runs_dir_of
-    from pipeline.formats.edit_request import EditRequest
-    from pipeline.formats.textio import read_text
-    from pipeline.runs.edit_setup import new_edit_id, prepare_edit
-    from pipeline.runs.store import LocalStore
-
-    choice = _choice(stale_choice, "--stale-choice", ("a", "b", "c"))
-    failing = _fail_on(fail_on) or "blocker"
-    text = None
-    if content is not None:
-        text = read_text(resolve(content) or content, what="--content file").text
-    request = EditRequest(
+    flags = EditFlags(
         kind=kind,
         section=section,
         old=old,
         new=new,
-        content=text,
-        content_file=str(content) if content is not None else None,
+        content=content,
         to=to,
         after=after,
         instruction=instruction,
-        fail_on=failing,
-    )
-    chooser: Callable[[StaleQuestion], Choice] | None = None
-    if choice is not None:
-        answer: Choice = "a" if choice == "a" else "b" if choice == "b" else "c"
-        chooser = lambda _question: answer  # noqa: E731
-    elif sys.stdin.isatty() and sys.stdout.isatty() and not as_json:
-        chooser = _ask
-    options = SessionOptions(
-        model,
-        tuple(role_model or ()),
-        base_url,
-        budget,
-        max_cost,
-        runs_dir_of(runs_dir),
+        stale_choice=stale_choice,
+        fail_on=fail_on,
+        model=model,
+        role_model=role_model,
+        base_url=base_url,
+        budget=budget,
+        max_cost=max_cost,
+        runs_dir=runs_dir,
+        wait=wait,
+        as_json=as_json,
         max_requests=max_requests,
     )
+    run_edit(directory, flags)
+
+
+def edit_request(flags: EditFlags) -> EditRequest:
+    """The edit the flags ask for (its form is validated when the run is planned)."""
+    from pipeline.cli.fast import resolve
+    from pipeline.formats.edit_request import EditRequest
+    from pipeline.formats.textio import read_text
+
+    if not is_edit_kind(flags.kind):
+        raise InputError(f"{flags.kind!r} is not an interactive mutation kind", hint=f"one of: {KINDS}")
+    text = None
+    if flags.content is not None:
+        text = read_text(resolve(flags.content) or flags.content, what="--content file").text
+    return EditRequest(
+        kind=flags.kind,
+        section=flags.section,
+        old=flags.old,
+        new=flags.new,
+        content=text,
+        content_file=str(flags.content) if flags.content is not None else None,
+        to=flags.to,
+        after=flags.after,
+        instruction=flags.instruction,
+        fail_on=parse_fail_on(flags.fail_on) or "blocker",
+    )
+
+
+def _chooser(flags: EditFlags) -> Callable[[StaleQuestion], Choice] | None:
+    """Who answers the staleness question: --stale-choice, else the person at the terminal."""
+    choice = _choice(flags.stale_choice, "--stale-choice", ("a", "b", "c"))
+    if choice is not None:
+        answer: Choice = "a" if choice == "a" else "b" if choice == "b" else "c"
+        return lambda _question: answer
+    if sys.stdin.isatty() and sys.stdout.isatty() and not flags.as_json:
+        return _ask
+    return None
+
+
+def run_edit(directory: Path, flags: EditFlags) -> None:
+    """Take the directory's lock, validate the edit whole and start its run under it, run it."""
+    from pipeline.cli.fast import resolve
+    from pipeline.cli.runs import hold_directory, run_and_report
+    from pipeline.runs.setup import new_run_id, plan_edit, start_run
+    from pipeline.runs.store import LocalStore
+
+    request = edit_request(flags)
+    chooser = _chooser(flags)
+    options = flags.session()
     target = resolve(directory) or directory
-    run_id = new_edit_id(request.kind)
+    run_id = new_run_id(request.kind)
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
-    with _locked(store, target.resolve(), run_id, wait) as lock:
-        run = prepare_edit(request, target, options, chooser, run_id)
-        if not as_json:
+    with hold_directory(store, target.resolve(), run_id, flags.wait) as lock:
+        run = start_run(plan_edit(request, target, options, chooser, run_id))
+        if not flags.as_json:
             typer.echo(f"run {run.run_id}", err=True)
-        _execute(run, False, as_json, store, lock)
+        run_and_report(run, False, flags.as_json, store, lock)

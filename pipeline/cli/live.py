@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.live import Live
@@ -12,11 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import Kind
+from pipeline.runs.check_events import CheckEvent, DualCleanCheck
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.events import Finished, Paused, RoundStarted, SliceSkipped, Spawned
 
 
 @dataclass(slots=True)
 class LiveState:
-    kind: str
+    kind: Kind
     round: int = 0
     budget: int = 0
     spawns: dict[str, str] = field(default_factory=dict)
@@ -28,35 +31,31 @@ class LiveState:
     cached: int = 0
     status: str = "running"
 
-    def apply(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind == "round":
-            self.round, self.budget = event["round"], event.get("budget", self.budget)
-        elif kind == "spawn":
-            where = f" {event['slice'][0]}-{event['slice'][1]}" if event.get("slice") else ""
-            self.spawns[f"r{event['round']} {event['role']}{where}"] = (
-                f"{event['status']}, {event['findings']} finding(s), {event['tokens']} tokens"
-                + (f", {event['cache_hits']} cached" if event.get("cache_hits") else "")
-            )
-            self.tokens += int(event.get("tokens", 0))
-            self.cost += Decimal(str(event.get("cost_usd") or 0))
-            self.cached += int(event.get("cache_hits", 0))
-        elif kind == "slice_skipped":
-            self.spawns[f"r{event['round']} readability-auditor {event['slice'][0]}-{event['slice'][1]}"] = (
-                "skipped: settled and unchanged"
-            )
-        elif kind == "check":
-            detail = ", ".join(
-                f"{k}={v}" for k, v in event.items() if k not in ("time", "pid", "type", "round", "found")
-            )
-            self.checks.append(f"r{event.get('round', '?')} {detail}")
-            if event.get("check") == "dual-clean" and isinstance(event.get("found"), list):
-                found = [Finding.model_validate(f) for f in event["found"]]
-                self.findings = [f for f in found if f.blocking]
-        elif kind == "paused":
-            self.status = f"paused: {event.get('message')}"
-        elif kind == "outcome":
-            self.status = f"outcome: {event.get('line')}"
+    def apply(self, event: BaseEvent) -> None:
+        match event:
+            case RoundStarted():
+                self.round, self.budget = event.round, event.budget or self.budget
+            case Spawned():
+                where = f" {event.slice[0]}-{event.slice[1]}" if event.slice else ""
+                self.spawns[f"r{event.round} {event.role}{where}"] = (
+                    f"{event.status}, {event.findings} finding(s), {event.tokens} tokens"
+                    + (f", {event.cache_hits} cached" if event.cache_hits else "")
+                )
+                self.tokens += event.tokens
+                self.cost += event.cost_usd
+                self.cached += event.cache_hits
+            case SliceSkipped():
+                where = f"{event.slice[0]}-{event.slice[1]}"
+                self.spawns[f"r{event.round} readability-auditor {where}"] = "skipped: settled and unchanged"
+            case CheckEvent():
+                shown = {k: v for k, v in event.details().items() if k not in ("round", "found")}
+                self.checks.append(f"r{event.round} " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+                if isinstance(event, DualCleanCheck):
+                    self.findings = [f for f in event.found if f.blocking]
+            case Paused():
+                self.status = f"paused: {event.message}"
+            case Finished():
+                self.status = f"outcome: {event.line}"
 
     def render(self) -> RenderableType:
         head = Text(
@@ -77,7 +76,7 @@ class LiveState:
 
 
 class LiveView:
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: Kind) -> None:
         self.state = LiveState(kind)
         self.live = Live(self.state.render(), refresh_per_second=4, transient=False)
 
@@ -89,6 +88,6 @@ class LiveView:
         self.live.update(self.state.render())
         self.live.__exit__(None, None, None)
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: BaseEvent) -> None:
         self.state.apply(event)
         self.live.update(self.state.render())

@@ -4,15 +4,18 @@ from their event logs."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import JsonOpt, RunsOpt, StoreOpt, app
-from pipeline.cli.runs import open_store
+from pipeline.cli.app import app
+from pipeline.cli.options import JsonOpt, RunsOpt, StoreOpt, open_store
+
+if TYPE_CHECKING:
+    from pipeline.errors import InputError
 
 
-def _warn(error: Any) -> None:
+def _warn(error: InputError) -> None:
     typer.echo(f"designloop: warning: skipped a damaged run: {error.render()}", err=True)
 
 
@@ -46,7 +49,7 @@ def status(
     from rich.table import Table
 
     console = Console()
-    console.print(f"[bold]{view.run_id}[/bold] {view.kind} {view.directory}")
+    console.print(f"[bold]{view.run_id}[/bold] {view.kind or '?'} {view.directory}")
     console.print(
         f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
@@ -95,7 +98,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
     for view in views:
         table.add_row(
             view.run_id,
-            view.kind,
+            view.kind or "?",
             view.state,
             str(view.round),
             view.outcome or "-",

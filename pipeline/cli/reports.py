@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, app
-from pipeline.cli.runs import open_store
+from pipeline.cli.app import app
+from pipeline.cli.options import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, open_store
 
 if TYPE_CHECKING:
     from pipeline.runs.store import RunStore
@@ -80,22 +80,22 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
     from pipeline.runs.store import BATCHES
 
     data = store.load_batch(batch_id)
-    name = str(data["batch_id"])
+    name = data.batch_id
     target = (out or store.runs_dir / BATCHES / name).resolve()
     lines = []
-    for row in data["directories"]:
+    for row in data.directories:
         view, link = None, None
-        if row.get("run_id"):
+        if row.run_id:
             try:
-                run_dir = store.run_dir(row["run_id"])
-                view = store.view(row["run_id"])
+                run_dir = store.run_dir(row.run_id)
+                view = store.view(row.run_id)
                 _run_report(run_dir, None)
                 link = os.path.relpath(run_dir.resolve() / "report.html", target)
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures
         lines.append(line_for(row, view, link))
-    atomic_write(target / "report.html", render_batch_html(name, str(data.get("kind", "?")), lines))
-    atomic_write(target / "report.md", render_batch_markdown(name, str(data.get("kind", "?")), lines))
+    atomic_write(target / "report.html", render_batch_html(name, data.kind, lines))
+    atomic_write(target / "report.md", render_batch_markdown(name, data.kind, lines))
     return [target / "report.html", target / "report.md"]
 
 

@@ -1,104 +1,63 @@
-"""The run commands: create, final, resume, status, runs."""
+"""The run commands: create, final, resume and graph; and what every command that runs a run does
+with it: hold its design directory's lock (``hold_directory``), run it and report (``run_and_report``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import (
+from pipeline.cli.app import app
+from pipeline.cli.options import (
     BaseUrlOpt,
     BudgetOpt,
+    CodeRootOpt,
     CostOpt,
+    FailOnOpt,
+    ForceOpt,
     JsonOpt,
     ModelOpt,
+    NoWarmupOpt,
     RequestsOpt,
+    ResumeFlags,
     RoleModelOpt,
+    RunFlags,
     RunsOpt,
     StoreOpt,
-    app,
+    WaitOpt,
+    open_store,
+    parse_fail_on,
 )
 from pipeline.errors import ExitCode
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import DESIGN_SYNC, PHASE1, PHASE4, CreationKind
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from pipeline.runs.lock import RunLock
-    from pipeline.runs.records import FailOn
+    from pipeline.graph.result import RunResult
+    from pipeline.runs.lock import Holder, RunLock
     from pipeline.runs.setup import OpenRun
     from pipeline.runs.store import RunStore
 
-NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
-FailOnOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--fail-on",
-        help="blocker (default): only BLOCKER REMAINS exits 1; should-fix: SHOULD-FIX REMAINS exits 1 too",
-    ),
-]
 
-
-def _fail_on(value: str | None) -> FailOn | None:
-    from pipeline.errors import InputError
-
-    if value is None:
-        return None
-    if value == "blocker":
-        return "blocker"
-    if value == "should-fix":
-        return "should-fix"
-    raise InputError(f"--fail-on {value!r} is not blocker or should-fix", hint="e.g. --fail-on should-fix")
-
-
-WaitOpt = Annotated[
-    bool, typer.Option("--wait", help="if another run is working on the directory, start when it is done")
-]
-CodeRootOpt = Annotated[
-    Path | None, typer.Option("--code-root", help="where the code the design describes lives")
-]
-ForceOpt = Annotated[
-    bool,
-    typer.Option(
-        "--force",
-        help="run even over later work (edits logged since the last create, a hand-edited "
-        "document); the overwritten files are kept under runs/<run-id>/",
-    ),
-]
-
-
-def runs_dir_of(runs_dir: Path | None) -> Path:
-    import os
-
-    from pipeline.agents.session import check_runs_link
-    from pipeline.settings import default_runs_dir, repo_root
-
-    given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
-    check_runs_link(given)
-    return given.resolve()
-
-
-def _waiting(directory: Path) -> Any:
-    def say(holder: Any) -> None:
+def _waiting(directory: Path) -> Callable[[Holder | None], None]:
+    def say(holder: Holder | None) -> None:
         who = holder.describe() if holder is not None else "another run"
         typer.echo(f"waiting: {who} is working on {directory}", err=True)
 
     return say
 
 
-def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
-    """The run store the command works against: --store, DESIGNLOOP_STORE, else local files."""
-    from pipeline.runs.store import open_store as open_
-
-    return open_(store, runs_dir_of(runs_dir))
-
-
-def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> AbstractContextManager[RunLock]:
-    """Hold the design directory's run lock for the rest of the command (one run at a time)."""
+def hold_directory(
+    store: RunStore, directory: Path, run_id: str, wait: bool
+) -> AbstractContextManager[RunLock]:
+    """Hold the design directory's run lock for the rest of the command (one run at a time),
+    named for ``run_id``; with ``wait``, wait for the run that holds it."""
     from pipeline.runs.lock import holder_for, holding
     from pipeline.runs.records import portable
     from pipeline.settings import repo_root
@@ -107,8 +66,9 @@ def _locked(store: RunStore, directory: Path, run_id: str, wait: bool) -> Abstra
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
-    """Run under ``lock`` (held by the caller): a run that loses it stops (graph.watch)."""
+def run_and_report(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
+    """Run under ``lock`` (held by the caller: a run that loses it stops, graph.watch), show it
+    (live on a terminal), print its result, and exit with its code."""
     from pipeline.graph.runner import execute
 
     if not as_json and sys.stdout.isatty():
@@ -128,7 +88,7 @@ def _execute(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: R
     raise typer.Exit(int(result.exit_code))
 
 
-def _present(run_dir: Path, result: Any) -> None:
+def _present(run_dir: Path, result: RunResult) -> None:
     from rich.console import Console
 
     console = Console()
@@ -152,60 +112,37 @@ def _present(run_dir: Path, result: Any) -> None:
     console.print(f"run {result.run_id}: {outcome}")
 
 
-def _start(
-    kind: str,
-    directory: Path,
-    model: str | None,
-    role_model: list[str] | None,
-    base_url: str | None,
-    budget: int | None,
-    max_cost: str | None,
-    runs_dir: Path | None,
-    no_warmup: bool,
-    code_root: Path | None,
-    fail_on: str | None,
-    wait: bool,
-    as_json: bool,
-    store_url: str | None = None,
-    force: bool = False,
-    max_requests: int | None = None,
-) -> None:
-    from pipeline.agents.session import SessionOptions
+def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:
+    """create or final: check everything, take the directory's lock, refuse to overwrite later
+    work (unless --force), start the run and take it to its end."""
     from pipeline.cli.fast import resolve
     from pipeline.runs.overwrite import later_work
     from pipeline.runs.setup import plan_run, start_run
 
-    failing = _fail_on(fail_on) or "blocker"
-    options = SessionOptions(
-        model,
-        tuple(role_model or ()),
-        base_url,
-        budget,
-        max_cost,
-        runs_dir_of(runs_dir),
-        max_requests=max_requests,
-    )
-    root = resolve(code_root) if code_root else None
+    failing = parse_fail_on(flags.fail_on) or "blocker"
+    root = resolve(flags.code_root) if flags.code_root else None
     target = resolve(directory) or directory
-    plan = plan_run(kind, target, options, not no_warmup, root.resolve() if root else None, failing)
-    store = open_store(store_url, runs_dir)
+    plan = plan_run(
+        kind, target, flags.session(), not flags.no_warmup, root.resolve() if root else None, failing
+    )
+    store = open_store(flags.store, flags.runs_dir)
     try:
-        with _locked(store, plan.design.root, plan.run_id, wait) as lock:
+        with hold_directory(store, plan.design.root, plan.run_id, flags.wait) as lock:
             # Decided under the lock: nothing another run or edit did meanwhile is overwritten.
             later = later_work(plan.design, kind, store)
-            if later and not force:
+            if later and not flags.force:
                 raise later.refusal("create" if kind == PHASE1 else "final", plan.design.root)
             plan.overwrite = later.reasons
             run = start_run(plan)
             store.register(run.run_dir)
-            if not as_json:
+            if not flags.as_json:
                 typer.echo(f"run {run.run_id}", err=True)
-            _execute(run, False, as_json, store, lock)
+            run_and_report(run, False, flags.as_json, store, lock)
     finally:
         store.close()
 
 
-def _register(name: str, kind: str, doc: str) -> None:
+def _register(name: str, kind: CreationKind, doc: str) -> None:
     def command(
         directory: Annotated[Path, typer.Argument(help="the design directory")],
         model: ModelOpt = None,
@@ -223,24 +160,23 @@ def _register(name: str, kind: str, doc: str) -> None:
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
     ) -> None:
-        _start(
-            kind,
-            directory,
-            model,
-            role_model,
-            base_url,
-            budget,
-            max_cost,
-            runs_dir,
-            no_warmup,
-            code_root,
-            fail_on,
-            wait,
-            as_json,
-            store,
-            force,
-            max_requests,
+        flags = RunFlags(
+            model=model,
+            role_model=role_model,
+            base_url=base_url,
+            budget=budget,
+            max_cost=max_cost,
+            runs_dir=runs_dir,
+            max_requests=max_requests,
+            no_warmup=no_warmup,
+            code_root=code_root,
+            fail_on=fail_on,
+            wait=wait,
+            as_json=as_json,
+            store=store,
+            force=force,
         )
+        start_creation(kind, directory, flags)
 
     command.__doc__ = doc
     app.command(name=name)(command)
@@ -248,7 +184,7 @@ def _register(name: str, kind: str, doc: str) -> None:
 
 _register(
     "create",
-    "phase1-creation",
+    PHASE1,
     """phase1-creation: write _workflow/design.md from the research log and the code, and review it.
 
     Exit 0 PASS (or SHOULD-FIX REMAINS, a warning), 1 BLOCKER REMAINS (or SHOULD-FIX REMAINS with
@@ -258,7 +194,7 @@ _register(
 )
 _register(
     "final",
-    "phase4-creation",
+    PHASE4,
     """phase4-creation: write design-final.md from the frozen design, the track episodes and the code.
 
     Exit 0 PASS (or SHOULD-FIX REMAINS, a warning), 1 BLOCKER REMAINS or DECISION NEEDED (or
@@ -280,24 +216,40 @@ def resume(
     max_requests: RequestsOpt = None,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
+    flags = ResumeFlags(
+        budget=budget,
+        max_cost=max_cost,
+        runs_dir=runs_dir,
+        fail_on=fail_on,
+        wait=wait,
+        as_json=as_json,
+        store=store,
+        max_requests=max_requests,
+    )
+    resume_run(run_id, flags)
+
+
+def resume_run(run_id: str, flags: ResumeFlags) -> None:
+    """Check the new limits, take the directory's lock, then load the run as it is now and go on."""
     from pipeline.agents.session import check_budget, check_requests, parse_cost
     from pipeline.runs.discard import refuse_discarded
     from pipeline.runs.records import locate
     from pipeline.runs.setup import load_run
 
-    failing = _fail_on(fail_on)
-    check_budget(budget)
-    check_requests(max_requests)
-    parse_cost(max_cost)
-    runs = open_store(store, runs_dir)
+    failing = parse_fail_on(flags.fail_on)
+    check_budget(flags.budget)
+    check_requests(flags.max_requests)
+    parse_cost(flags.max_cost)
+    runs = open_store(flags.store, flags.runs_dir)
     try:
         # The lock first, then the run's directory: a run that went on elsewhere while this one
         # waited is read as it is now, never as it was before the wait.
         _, directory, _ = locate(runs.record(run_id), runs.runs_dir / run_id)
-        with _locked(runs, directory, run_id, wait) as lock:
+        with hold_directory(runs, directory, run_id, flags.wait) as lock:
             refuse_discarded(runs.view(run_id))
-            run = load_run(runs.run_dir(run_id), budget, max_cost, failing, max_requests=max_requests)
-            _execute(run, True, as_json, runs, lock)
+            run_dir = runs.run_dir(run_id)
+            run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
+            run_and_report(run, True, flags.as_json, runs, lock)
     finally:
         runs.close()
 
@@ -308,11 +260,6 @@ def graph_command(
 ) -> None:
     """Print the creation-kind graph (or, with --edit, the interactive kinds' graph) as a Mermaid
     diagram, drawn by LangGraph from the graph itself."""
-    if edit:
-        from pipeline.graph.edit_build import build_edit_graph
+    from pipeline.graph.runner import graph_for
 
-        typer.echo(build_edit_graph().get_graph().draw_mermaid())
-        return
-    from pipeline.graph.build import build_graph
-
-    typer.echo(build_graph().get_graph().draw_mermaid())
+    typer.echo(graph_for(DESIGN_SYNC if edit else PHASE1).get_graph().draw_mermaid())

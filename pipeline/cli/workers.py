@@ -6,23 +6,32 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.cli.app import (
+from pipeline.cli.app import app
+from pipeline.cli.batch import present_batch
+from pipeline.cli.options import (
     BaseUrlOpt,
+    BatchFlags,
     BudgetOpt,
     CostOpt,
+    DirsArg,
+    FailOnOpt,
     JsonOpt,
     ModelOpt,
+    NoWarmupOpt,
     RoleModelOpt,
     RunsOpt,
     StoreOpt,
-    app,
+    parse_fail_on,
+    runs_dir_of,
 )
-from pipeline.cli.batch import DirsArg, _present
-from pipeline.cli.runs import FailOnOpt, NoWarmupOpt, _fail_on, runs_dir_of
+from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
+
+if TYPE_CHECKING:
+    from pipeline.runs.pg_store import PgStore
 
 enqueue_app = typer.Typer(
     name="enqueue",
@@ -32,58 +41,50 @@ enqueue_app = typer.Typer(
 app.add_typer(enqueue_app)
 
 
-def _pg_store(store: str | None, runs_dir: Path | None) -> Any:
+def _pg_store(store: str | None, runs_dir: Path | None) -> PgStore:
     from pipeline.errors import InputError
-    from pipeline.runs.address import store_url
-    from pipeline.runs.store import open_store
+    from pipeline.runs.address import require_postgres, store_url
 
-    if store_url(store) is None:
+    url = store_url(store)
+    if url is None:
         raise InputError(
             "the queue lives in a PostgreSQL store, and none is named",
             hint="pass --store postgresql://USER@HOST:PORT/DB or set DESIGNLOOP_STORE",
         )
-    return open_store(store, runs_dir_of(runs_dir))
+    require_postgres()
+    from pipeline.runs.pg_store import PgStore
+
+    return PgStore(url, runs_dir_of(runs_dir))
 
 
-def _enqueue(
-    kind: str,
-    directories: list[str],
-    model: str | None,
-    role_model: list[str] | None,
-    base_url: str | None,
-    budget: int | None,
-    max_cost: str | None,
-    runs_dir: Path | None,
-    store: str | None,
-    no_warmup: bool,
-    fail_on: str | None,
-    as_json: bool,
-) -> None:
-    from pipeline.agents.session import SessionOptions
+def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
+    """Check the flags and every directory, start (or pick up) each directory's run, queue it."""
     from pipeline.cli.batch import check_session
+    from pipeline.fleet.rows import BatchOptions
+    from pipeline.fleet.worker import enqueue
     from pipeline.formats.design_dir import expand_directories
-    from pipeline.graph.batch_rows import BatchOptions
-    from pipeline.graph.worker import enqueue
     from pipeline.settings import repo_root
 
-    failing = _fail_on(fail_on) or "blocker"
+    failing = parse_fail_on(flags.fail_on) or "blocker"
     dirs = expand_directories(directories, Path.cwd())
-    runs = runs_dir_of(runs_dir)
-    session = SessionOptions(model, tuple(role_model or ()), base_url, budget, max_cost, runs)
+    session = flags.session()
     check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
-    opened = _pg_store(store, runs_dir)
+    opened = _pg_store(flags.store, flags.runs_dir)
     try:
-        batch = asyncio.run(enqueue(BatchOptions(kind, session, 1, not no_warmup, failing), opened, dirs))
+        options = BatchOptions(
+            kind=kind, session=session, jobs=1, warmup=not flags.no_warmup, fail_on=failing
+        )
+        batch = asyncio.run(enqueue(options, opened, dirs))
     finally:
         opened.close()
-    if as_json:
+    if flags.as_json:
         typer.echo(json.dumps(batch.to_json(), indent=2))
     else:
-        _present(batch)
+        present_batch(batch)
     raise typer.Exit(int(batch.exit_code))
 
 
-def _register(name: str, kind: str) -> None:
+def _register(name: str, kind: CreationKind) -> None:
     def command(
         directories: DirsArg,
         model: ModelOpt = None,
@@ -97,20 +98,19 @@ def _register(name: str, kind: str) -> None:
         fail_on: FailOnOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
-        _enqueue(
-            kind,
-            directories,
-            model,
-            role_model,
-            base_url,
-            budget,
-            max_cost,
-            runs_dir,
-            store,
-            no_warmup,
-            fail_on,
-            as_json,
+        flags = BatchFlags(
+            model=model,
+            role_model=role_model,
+            base_url=base_url,
+            budget=budget,
+            max_cost=max_cost,
+            runs_dir=runs_dir,
+            store=store,
+            no_warmup=no_warmup,
+            fail_on=fail_on,
+            as_json=as_json,
         )
+        enqueue_runs(kind, directories, flags)
 
     command.__doc__ = (
         f"Queue a {kind} run per design directory (paths or globs) for the workers. A directory unchanged "
@@ -121,8 +121,8 @@ def _register(name: str, kind: str) -> None:
     enqueue_app.command(name=name)(command)
 
 
-_register("create", "phase1-creation")
-_register("final", "phase4-creation")
+_register("create", PHASE1)
+_register("final", PHASE4)
 
 
 @app.command()
@@ -135,7 +135,7 @@ def worker(
     """Take queued runs from the PostgreSQL store and run them, --jobs at a time, until stopped
     (or, with --drain, until the queue is empty). Run it from a checkout of the repository."""
     from pipeline.errors import InputError
-    from pipeline.graph.worker import Worker
+    from pipeline.fleet.worker import Worker
     from pipeline.settings import repo_root
 
     if jobs < 2:

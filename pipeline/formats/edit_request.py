@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.formats.edits import MalformedEdit
+from pipeline.formats.kinds import EditKind
 from pipeline.formats.mutations import kind_rule
 
 Choice = Literal["a", "b", "c"]
@@ -22,7 +23,7 @@ FLAGS = {
 }
 # Per kind: the payload forms it accepts (each a set of flags given together) and the
 # flags it may take besides.
-FORMS: dict[str, tuple[list[frozenset[str]], frozenset[str]]] = {
+FORMS: dict[EditKind, tuple[list[frozenset[str]], frozenset[str]]] = {
     "content-edit": (
         [frozenset({"old", "new"}), frozenset({"section", "content"}), frozenset({"section", "instruction"})],
         frozenset({"section"}),
@@ -58,7 +59,7 @@ class EditRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: str
+    kind: EditKind
     section: str | None = None
     old: str | None = None
     new: str | None = None
@@ -69,7 +70,7 @@ class EditRequest(BaseModel):
     after: str | None = None
     instruction: str | None = None
     stale: Stale | None = None
-    requested_kind: str | None = None
+    requested_kind: EditKind | None = None
     """The kind asked for, when a staleness choice (c) turned the edit into a design-sync."""
     fail_on: FailOn = "blocker"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -18,7 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 Severity = Literal["blocker", "should-fix", "suggestion"]
 SEVERITY_ORDER: dict[str, int] = {"blocker": 0, "should-fix": 1, "suggestion": 2}
 WIRING_ERROR = "wiring-error"
-MECHANICAL = "mechanical"
+MECHANICAL: Final = "mechanical"
 
 
 class Fix(BaseModel):

@@ -6,25 +6,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, field_validator
+
 from pipeline.errors import InputError
+from pipeline.formats.kinds import EDIT_KINDS, Target
 from pipeline.settings import data_dir, load_toml
+from pipeline.validation import toml_locator, toml_name, validated
 
 ColdRead = Literal["bounded", "bounded-roadmap", "whole-doc", "none"]
 TargetRule = Literal["design", "mechanics", "both", "design-or-both"]
 Mode = Literal["working", "direct"]
-INTERACTIVE_KINDS = (
-    "content-edit",
-    "section-add",
-    "section-remove",
-    "section-rename",
-    "section-move",
-    "structural-rewrite",
-    "length-trigger-crossing",
-    "mechanics-edit",
-    "design-sync",
-)
-COLD_READS = frozenset({"bounded", "bounded-roadmap", "whole-doc", "none"})
-TARGETS = frozenset({"design", "mechanics", "both", "design-or-both"})
+INTERACTIVE_KINDS = EDIT_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +34,7 @@ class KindRule:
     def reviewed(self) -> bool:
         return self.cold_read != "none"
 
-    def resolve_target(self, touched_mechanics: bool) -> Literal["design", "mechanics", "both"]:
+    def resolve_target(self, touched_mechanics: bool) -> Target:
         """The mechanical --target for this mutation: design-or-both becomes both when the
         edit also changed design-mechanics.md."""
         if self.target == "design-or-both":
@@ -50,38 +42,39 @@ class KindRule:
         return self.target
 
 
+class KindRow(BaseModel):
+    """One ``[kinds.<kind>]`` table of params/mutations.toml."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    mode: Mode
+    touches: str = ""
+    target: TargetRule
+    cold_read: ColdRead
+    prose_pass: bool = False
+
+
+class KindsFile(BaseModel):
+    """params/mutations.toml: a row for exactly the interactive kinds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kinds: dict[str, KindRow]
+
+    @field_validator("kinds")
+    @classmethod
+    def _every_kind(cls, kinds: dict[str, KindRow]) -> dict[str, KindRow]:
+        if set(kinds) != set(INTERACTIVE_KINDS):
+            raise ValueError(f"the table lists {sorted(kinds)}, not exactly the interactive kinds")
+        return kinds
+
+
 @cache
 def kind_rules() -> dict[str, KindRule]:
     path = data_dir("params") / "mutations.toml"
-    raw = load_toml(path).get("kinds", {})
-    rules: dict[str, KindRule] = {}
-    for kind, row in raw.items():
-        if not isinstance(row, dict):
-            raise InputError(
-                f"[kinds.{kind}] must be a table", file=path, hint="reinstall designloop, or restore the file"
-            )
-        mode, target, cold = row.get("mode"), row.get("target"), row.get("cold_read")
-        if mode not in ("working", "direct") or target not in TARGETS or cold not in COLD_READS:
-            raise InputError(
-                f"[kinds.{kind}] has a bad mode, target or cold_read",
-                file=path,
-                hint="reinstall designloop, or restore the file",
-            )
-        rules[kind] = KindRule(
-            kind=kind,
-            mode="working" if mode == "working" else "direct",
-            touches=str(row.get("touches", "")),
-            target=target,
-            cold_read=cold,
-            prose_pass=bool(row.get("prose_pass", False)),
-        )
-    if set(rules) != set(INTERACTIVE_KINDS):
-        raise InputError(
-            "params/mutations.toml does not list exactly the interactive kinds",
-            file=path,
-            hint=f"expected {', '.join(INTERACTIVE_KINDS)}",
-        )
-    return rules
+    hint = f"the kinds are {', '.join(INTERACTIVE_KINDS)}; reinstall designloop, or restore the file"
+    table = validated(KindsFile, load_toml(path), path, hint, locate=toml_locator(path), name=toml_name)
+    return {kind: KindRule(kind, **row.model_dump()) for kind, row in table.kinds.items()}
 
 
 def kind_rule(kind: str) -> KindRule:

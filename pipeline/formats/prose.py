@@ -261,6 +261,70 @@ def _cell_block(lines: list[str], line: int, inline: Token, cursor: int) -> tupl
     return block, end
 
 
+def _non_prose(view: ProseView, token: Token) -> bool:
+    """Front matter, code and HTML blocks go on the view's lists; True when ``token`` was one."""
+    assert token.map is not None
+    first, last = token.map[0] + 1, token.map[1]
+    if token.type == "front_matter":
+        view.front_matter = Region(first, last)
+    elif token.type == "fence":
+        view.code.append(Region(first, last, token.info.strip()))
+    elif token.type == "code_block":
+        view.code.append(Region(first, last))
+    elif token.type == "html_block":
+        view.html.append(Region(first, last))
+    else:
+        return False
+    return True
+
+
+def _heading(view: ProseView, lines: list[str], token: Token, inline: Token, in_list: bool) -> None:
+    assert token.map is not None
+    level = int(token.tag[1])
+    line = token.map[0] + 1
+    view.headings.append(HeadingRef(level, inline.content.strip(), line, slug(inline.content)))
+    if token.level == 0 and level <= 2:
+        view._section_lines.append(line)
+        view._section_names.append(inline.content.strip())
+    source = lines[line - 1] if line - 1 < len(lines) else ""
+    column = source.find(inline.content) if inline.content else -1
+    if column >= 0:
+        block = _block(lines, "heading", line, inline.content, inline, level=level, in_list=in_list)
+        if block is not None:
+            view.blocks.append(block)
+
+
+def _paragraph(view: ProseView, lines: list[str], token: Token, inline: Token, containers: list[str]) -> None:
+    assert token.map is not None
+    block = _block(
+        lines,
+        "paragraph",
+        token.map[0] + 1,
+        inline.content,
+        inline,
+        in_list=any(c != "blockquote_open" for c in containers),
+        in_quote="blockquote_open" in containers,
+    )
+    if block is not None:
+        view.blocks.append(block)
+
+
+def _cell(
+    view: ProseView, lines: list[str], tokens: list[Token], index: int, row_cursor: dict[int, int]
+) -> None:
+    row = next((t for t in reversed(tokens[:index]) if t.type == "tr_open"), None)
+    if row is None or row.map is None:
+        return
+    line = row.map[0] + 1
+    block, row_cursor[line] = _cell_block(lines, line, tokens[index], row_cursor.get(line, 0))
+    if block is not None:
+        view.blocks.append(block)
+
+
+OPENS = ("bullet_list_open", "ordered_list_open", "blockquote_open")
+CLOSES = ("bullet_list_close", "ordered_list_close", "blockquote_close")
+
+
 def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     """The prose view of a Markdown document (``lines`` default to ``text`` split on newlines)."""
     if lines is None:
@@ -272,57 +336,18 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     row_cursor: dict[int, int] = {}
     for index, token in enumerate(tokens):
         kind = token.type
-        if kind in ("bullet_list_open", "ordered_list_open", "blockquote_open"):
+        if kind in OPENS:
             containers.append(kind)
-        elif kind in ("bullet_list_close", "ordered_list_close", "blockquote_close") and containers:
+        elif kind in CLOSES and containers:
             containers.pop()
-        if token.map is None and kind != "inline":
+        if kind == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
+            _cell(view, lines, tokens, index, row_cursor)
+        elif token.map is None or _non_prose(view, token):
             continue
-        if kind == "front_matter" and token.map:
-            view.front_matter = Region(token.map[0] + 1, token.map[1])
-        elif kind == "fence" and token.map:
-            view.code.append(Region(token.map[0] + 1, token.map[1], token.info.strip()))
-        elif kind == "code_block" and token.map:
-            view.code.append(Region(token.map[0] + 1, token.map[1]))
-        elif kind == "html_block" and token.map:
-            view.html.append(Region(token.map[0] + 1, token.map[1]))
-        elif kind == "heading_open" and token.map:
-            inline = tokens[index + 1]
-            level = int(token.tag[1])
-            line = token.map[0] + 1
-            view.headings.append(HeadingRef(level, inline.content.strip(), line, slug(inline.content)))
-            if token.level == 0 and level <= 2:
-                view._section_lines.append(line)
-                view._section_names.append(inline.content.strip())
-            source = lines[line - 1] if line - 1 < len(lines) else ""
-            column = source.find(inline.content) if inline.content else -1
-            if column >= 0:
-                block = _block(
-                    lines, "heading", line, inline.content, inline, level=level, in_list=bool(containers)
-                )
-                if block is not None:
-                    view.blocks.append(block)
-        elif kind == "paragraph_open" and token.map:
-            inline = tokens[index + 1]
-            block = _block(
-                lines,
-                "paragraph",
-                token.map[0] + 1,
-                inline.content,
-                inline,
-                in_list=any(c != "blockquote_open" for c in containers),
-                in_quote="blockquote_open" in containers,
-            )
-            if block is not None:
-                view.blocks.append(block)
-        elif kind == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
-            row = next((t for t in reversed(tokens[:index]) if t.type == "tr_open"), None)
-            if row is None or row.map is None:
-                continue
-            line = row.map[0] + 1
-            block, row_cursor[line] = _cell_block(lines, line, token, row_cursor.get(line, 0))
-            if block is not None:
-                view.blocks.append(block)
+        elif kind == "heading_open":
+            _heading(view, lines, token, tokens[index + 1], bool(containers))
+        elif kind == "paragraph_open":
+            _paragraph(view, lines, token, tokens[index + 1], containers)
     _references(view, env)
     view._starts = [b.start for b in view.blocks]
     view._heads = [h.line for h in view.headings]

@@ -7,6 +7,8 @@ order with a cursor over the source.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import ClassVar
 
 from markdown_it.token import Token
 
@@ -32,89 +34,127 @@ def _close_paren(text: str, at: int) -> int:
 Masked = tuple[list[bool], list[tuple[int, int]], list[tuple[int, int, str]]]
 
 
+class _Cursor:
+    """A walk over an inline run's source, child token by child token: each kind of child
+    moves the cursor past its source and masks what is not prose."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.masked = [False] * len(text)
+        self.code: list[tuple[int, int]] = []
+        self.links: list[tuple[int, int, str]] = []
+        self.opened: list[tuple[int, str]] = []
+        self.in_autolink = False
+
+    def mask(self, a: int, b: int) -> None:
+        for index in range(max(0, a), min(b, len(self.text))):
+            self.masked[index] = True
+
+    def step(self, child: Token) -> None:
+        if self.in_autolink:
+            self.in_autolink = child.type != "link_close"
+            return
+        if child.type == "link_open" and child.markup == "autolink":
+            self.autolink()
+            return
+        handler = self.HANDLERS.get(child.type)
+        if handler is not None:
+            handler(self, child)
+
+    def text_run(self, child: Token) -> None:
+        at = self.text.find(child.content, self.pos) if child.content else -1
+        if at >= 0:
+            self.pos = at + len(child.content)
+
+    def code_span(self, child: Token) -> None:
+        fence = re.escape(child.markup)
+        pattern = re.compile(rf"(?<!`){fence}(?!`)(.*?)(?<!`){fence}(?!`)", re.DOTALL)
+        match = pattern.search(self.text, self.pos)
+        if match:
+            self.mask(match.start(), match.end())
+            self.code.append(match.span(1))
+            self.pos = match.end()
+
+    def html(self, child: Token) -> None:
+        at = self.text.find(child.content, self.pos)
+        if at >= 0:
+            self.mask(at, at + len(child.content))
+            self.pos = at + len(child.content)
+
+    def autolink(self) -> None:
+        at = self.text.find("<", self.pos)
+        end = self.text.find(">", at + 1) if at >= 0 else -1
+        if at >= 0 and end >= 0:
+            self.mask(at, end + 1)
+            self.pos = end + 1
+        self.in_autolink = True
+
+    def link_open(self, child: Token) -> None:
+        at = self.text.find("[", self.pos)
+        if at >= 0:
+            self.pos = at + 1
+            self.opened.append((self.pos, str(child.attrs.get("href", ""))))
+
+    def link_close(self, child: Token) -> None:
+        text = self.text
+        at = text.find("]", self.pos)
+        if at < 0:
+            return
+        if self.opened:
+            begin, href = self.opened.pop()
+            self.links.append((begin, at, href))
+        self.pos = at + 1
+        if text.startswith("(", self.pos):
+            end = _close_paren(text, self.pos)
+            self.mask(self.pos, end)
+            self.pos = end
+        elif text.startswith("[", self.pos):
+            end = text.find("]", self.pos)
+            if end >= 0:
+                self.mask(self.pos, end + 1)
+                self.pos = end + 1
+
+    def image(self, child: Token) -> None:
+        text = self.text
+        at = text.find("![", self.pos)
+        if at < 0:
+            return
+        close = text.find("]", at)
+        end = close + 1
+        if close >= 0 and text.startswith("(", close + 1):
+            end = _close_paren(text, close + 1)
+        elif close >= 0 and text.startswith("[", close + 1):
+            end = text.find("]", close + 1) + 1 or end
+        self.mask(at, end)
+        self.pos = end
+
+    def line_break(self, child: Token) -> None:
+        at = self.text.find("\n", self.pos)
+        if at >= 0:
+            self.pos = at + 1
+
+    HANDLERS: ClassVar[dict[str, Callable[[_Cursor, Token], None]]] = {
+        "text": text_run,
+        "code_inline": code_span,
+        "html_inline": html,
+        "link_open": link_open,
+        "link_close": link_close,
+        "image": image,
+        "softbreak": line_break,
+        "hardbreak": line_break,
+    }
+
+
 def mask_inline(text: str, children: list[Token]) -> Masked:
     """Which characters of ``text`` are not prose, and where the code spans' contents are.
 
     markdown-it's inline tokens carry no offsets, so the children are found in order with a
     cursor over the source; a construct that cannot be found masks nothing.
     """
-    masked = [False] * len(text)
-    code: list[tuple[int, int]] = []
-    links: list[tuple[int, int, str]] = []
-    opened: list[tuple[int, str]] = []
-    pos = 0
-    skip_autolink = False
-
-    def mask(a: int, b: int) -> None:
-        for index in range(max(0, a), min(b, len(text))):
-            masked[index] = True
-
+    cursor = _Cursor(text)
     for child in children:
-        kind = child.type
-        if skip_autolink:
-            if kind == "link_close":
-                skip_autolink = False
-            continue
-        if kind == "text":
-            at = text.find(child.content, pos) if child.content else -1
-            if at >= 0:
-                pos = at + len(child.content)
-        elif kind == "code_inline":
-            fence = re.escape(child.markup)
-            match = re.compile(rf"(?<!`){fence}(?!`)(.*?)(?<!`){fence}(?!`)", re.DOTALL).search(text, pos)
-            if match:
-                mask(match.start(), match.end())
-                code.append(match.span(1))
-                pos = match.end()
-        elif kind == "html_inline":
-            at = text.find(child.content, pos)
-            if at >= 0:
-                mask(at, at + len(child.content))
-                pos = at + len(child.content)
-        elif kind == "link_open" and child.markup == "autolink":
-            at = text.find("<", pos)
-            end = text.find(">", at + 1) if at >= 0 else -1
-            if at >= 0 and end >= 0:
-                mask(at, end + 1)
-                pos = end + 1
-            skip_autolink = True
-        elif kind == "link_open":
-            at = text.find("[", pos)
-            if at >= 0:
-                pos = at + 1
-                opened.append((pos, str(child.attrs.get("href", ""))))
-        elif kind == "link_close":
-            at = text.find("]", pos)
-            if at < 0:
-                continue
-            if opened:
-                begin, href = opened.pop()
-                links.append((begin, at, href))
-            pos = at + 1
-            if text.startswith("(", pos):
-                end = _close_paren(text, pos)
-                mask(pos, end)
-                pos = end
-            elif text.startswith("[", pos):
-                end = text.find("]", pos)
-                if end >= 0:
-                    mask(pos, end + 1)
-                    pos = end + 1
-        elif kind == "image":
-            at = text.find("![", pos)
-            if at >= 0:
-                close = text.find("]", at)
-                end = close + 1
-                if close >= 0 and text.startswith("(", close + 1):
-                    end = _close_paren(text, close + 1)
-                elif close >= 0 and text.startswith("[", close + 1):
-                    end = text.find("]", close + 1) + 1 or end
-                mask(at, end)
-                pos = end
-        elif kind in ("softbreak", "hardbreak"):
-            at = text.find("\n", pos)
-            if at >= 0:
-                pos = at + 1
+        cursor.step(child)
     for match in URL_RE.finditer(text):
-        mask(match.start(), match.end())
-    return masked, code, links
+        cursor.mask(match.start(), match.end())
+    return cursor.masked, cursor.code, cursor.links

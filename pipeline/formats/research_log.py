@@ -23,7 +23,8 @@ ITEM_RE = re.compile(
 NOT_A_FORK = frozenset({"", "none", "n/a", "na", "-", "—"})
 
 GateState = Literal["resolved", "open", "not-run"]
-Verdict = Literal["PASS", "NEEDS REVISION"]
+GateVerdict = Literal["PASS", "NEEDS REVISION"]
+"""A gate entry's verdict (the adversarial review's, in the research log)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class GateItem:
 @dataclass(frozen=True, slots=True)
 class GateEntry:
     date: dt.date
-    verdict: Verdict
+    verdict: GateVerdict
     line: int
     items: tuple[GateItem, ...]
 
@@ -229,7 +230,7 @@ def _parse_gate(file: TextFile, structure: Structure) -> tuple[list[GateEntry], 
                         line=number,
                     )
                 )
-        verdict: Verdict = "PASS" if match.group("verdict") == "PASS" else "NEEDS REVISION"
+        verdict: GateVerdict = "PASS" if match.group("verdict") == "PASS" else "NEEDS REVISION"
         entries.append(GateEntry(date, verdict, head.line, tuple(items)))
     return entries, True
 

@@ -180,6 +180,15 @@ class AppendResult:
     number: int
     appended: bool
     text: str
+    """The entry as it stands in the log (appended now, or by an earlier try of the same run)."""
+
+
+def entry_text(path: Path, entries: list[LogEntry], entry: LogEntry) -> str:
+    """The block of ``entry``: from its heading to the next entry's (or the end of the log)."""
+    lines = read_text(path, what="review log").lines
+    later = [e.line for e in entries if e.line > entry.line]
+    block = lines[entry.line - 1 : min(later) - 1 if later else len(lines)]
+    return "\n".join(block).rstrip() + "\n"
 
 
 def lock_path(path: Path, lock_dir: Path) -> Path:
@@ -206,7 +215,7 @@ def append_entry(
             if run_id is not None:
                 for existing in entries:
                     if existing.run_id == run_id:
-                        return AppendResult(existing.number, False, "")
+                        return AppendResult(existing.number, False, entry_text(path, entries, existing))
             number = next_number(entries)
             if entry.kind in (MECHANICS_EDIT, DESIGN_SYNC) and entry.working_mode_counter is None:
                 entry.working_mode_counter = (

@@ -136,10 +136,11 @@ def assert_fanout(spawned: int, lines: Sequence[str], limits: Limits) -> None:
         )
 
 
-def whole_doc_guard(params: dict[str, object], file: str, floor: int = 300) -> Finding | None:
-    """The agent-side guard: one slice over the floor is a wiring error, not a review."""
-    count, total = params.get("slice_count"), params.get("total_lines")
-    if not isinstance(count, int) or not isinstance(total, int):
+def whole_doc_guard(count: int | None, total: int | None, file: str, floor: int) -> Finding | None:
+    """The agent-side guard: one slice over the floor (``[partition] whole_doc_floor``) is a
+    wiring error, not a review. A spawn that carries neither count (design-sync's single prose
+    pass) never trips it."""
+    if count is None or total is None:
         return None
     if count == 1 and total > floor:
         return Finding(

@@ -1,4 +1,10 @@
-"""A run's dependencies (what is handed in, never checkpointed) and the one spawn helper."""
+"""A run's dependencies: what is handed in, never checkpointed, and the one spawn helper.
+
+``RunDeps`` is both graphs' LangGraph context schema: the runner passes it to
+``graph.ainvoke(..., context=deps)`` and every node reads it from its ``runtime: Runtime[RunDeps]``
+argument (LangGraph's own channel for run-scoped services), never from a module-global or the
+checkpointed configuration. It is rebuilt on resume.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +12,25 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime as GraphRuntime
 
 from pipeline.agents.claims import Grounding
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
-from pipeline.agents.session import SessionOptions, open_session
-from pipeline.agents.spawn import SpawnParams
 from pipeline.agents.usage import RoleUsage
 from pipeline.errors import WiringError
-from pipeline.formats.design_dir import DesignDir, open_design_dir
+from pipeline.formats.design_dir import DesignDir
+from pipeline.formats.kinds import Kind, Role, is_role
 from pipeline.formats.slices import Slice, partition_for
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
-from pipeline.runs.events import EventLog
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import ClaimsLedgered, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
+from pipeline.runs.snapshot import snapshot_reader
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
 
@@ -41,6 +48,7 @@ class RunDeps:
     warmup: bool = True
     partition: Callable[[Sequence[str], Limits], list[Slice]] = field(default=partition_for)
     warm: WarmUp = field(default_factory=WarmUp)
+    """The fan-out's warm-up gates, one per round (graph.warmup)."""
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
@@ -54,7 +62,7 @@ class RunDeps:
             self._grounding = Grounding(self.design.repo_root, self.design.code_root)
         return self._grounding
 
-    def refresh_claims(self, kind: str) -> None:
+    def refresh_claims(self, kind: Kind) -> None:
         """Write the claims ledger of every document a run of ``kind`` writes, from the bytes on
         disk and the code (no model), and record how many claims each holds."""
         counts: dict[str, int] = {}
@@ -64,9 +72,9 @@ class RunDeps:
                 resolution, _ = self.grounding.refresh(path)
                 counts[self.rel(path)] = len(resolution.ledger.claims)
                 notes += resolution.notes
-        self.events.emit("claims", files=counts, notes=sorted(set(notes)))
+        self.events.emit(ClaimsLedgered(files=counts, notes=sorted(set(notes))))
 
-    def warms_up(self, role: str) -> bool:
+    def warms_up(self, role: Role) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""
         spec = self.runtime.model_specs.get(role, OFFLINE)
         return self.warmup and caches_prompts(spec, self.runtime.base_url)
@@ -82,12 +90,12 @@ class RunDeps:
         """Where the run's short-lived lock files go: the runs directory's ``locks/``."""
         return self.run_dir.parent / LOCKS_DIR
 
-    def record_wrote(self, kind: str) -> None:
+    def record_wrote(self, kind: Kind) -> None:
         """Record the documents a run of ``kind`` writes as they are now (a ``wrote`` event): a
         later create or final tells designloop's own last writes from a hand edit by them."""
-        self.events.emit("wrote", files=file_digests(self.design, written_files(self.design, kind)))
+        self.events.emit(Wrote(files=file_digests(self.design, written_files(self.design, kind))))
 
-    def left(self, kind: str) -> dict[str, str]:
+    def left(self, kind: Kind) -> dict[str, str]:
         """The documents a run of ``kind`` writes, as they are now, by their path in the design
         directory (the review-log entry's record of what the run left)."""
         out: dict[str, str] = {}
@@ -98,6 +106,10 @@ class RunDeps:
                 ).hexdigest()
         return out
 
+    def before(self, path: Path) -> bytes | None:
+        """The file as it was when the run started (runs.snapshot); None when it did not exist."""
+        return snapshot_reader(self.design, self.run_dir)(path)
+
     def rel(self, path: Path) -> str:
         return self.design.rel(path)
 
@@ -105,30 +117,39 @@ class RunDeps:
         return self.design.abs(rel)
 
     async def spawn(
-        self, params: SpawnParams, index: int | None = None, **extra: Any
+        self,
+        params: SpawnParams,
+        index: int | None = None,
+        warmup_wait: float | None = None,
+        first_answer: Callable[[], None] | None = None,
     ) -> tuple[RoleResult, RoleUsage]:
-        """Run one spawn through the spawn contract and record its event."""
-        result = await self.runtime.spawn(params, self.design, index, self.reviews)
+        """Run one spawn through the spawn contract and record its event; ``first_answer`` is
+        told when the spawn's first answer arrives (the fan-out's warm-up)."""
+        result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
+        role = result.role
+        if not is_role(role):
+            raise WiringError(f"a spawn ran {role!r}, which is no role of designloop's", hint="report it")
         review = result.review
         self.events.emit(
-            "spawn",
-            round=params.round,
-            role=result.role,
-            slice=list(params.slice) if params.slice else None,
-            status=result.status,
-            model=result.model,
-            cache_hits=result.usage.cache_hits,
-            calls=result.usage.calls,
-            tokens=result.usage.total_tokens,
-            cost_usd=str(result.usage.cost),
-            findings=len(review.findings) if review else 0,
-            attempts=result.attempts,
-            params=self.rel(result.params_path),
-            error=result.error,
-            refusals=result.refusals,
-            reads=result.reads,
-            started=result.started,
-            **extra,
+            Spawned(
+                round=params.round,
+                role=role,
+                slice=params.slice,
+                status=result.status,
+                model=result.model,
+                cache_hits=result.usage.cache_hits,
+                calls=result.usage.calls,
+                tokens=result.usage.total_tokens,
+                cost_usd=result.usage.cost,
+                findings=len(review.findings) if review else 0,
+                attempts=result.attempts,
+                params=self.rel(result.params_path),
+                error=result.error,
+                refusals=result.refusals,
+                reads=result.reads,
+                started=result.started,
+                warmup_wait=warmup_wait,
+            )
         )
         return result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
 
@@ -151,32 +172,5 @@ def build_deps(
     )
 
 
-_STUDIO: dict[tuple[str, str, str | None], RunDeps] = {}
-
-
-def studio_deps(configurable: dict[str, Any]) -> RunDeps | None:
-    """LangGraph Studio hands in only its configuration: ``directory`` and, optionally, ``model``."""
-    directory = configurable.get("directory")
-    if not isinstance(directory, str):
-        return None
-    key = (directory, str(configurable.get("thread_id")), configurable.get("model"))
-    if key not in _STUDIO:
-        design = open_design_dir(Path(directory))
-        session = open_session(design.repo_root, SessionOptions(model=configurable.get("model")))
-        run_dir = session.runs_dir / f"studio-{configurable.get('thread_id', 'run')}"
-        _STUDIO[key] = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
-    return _STUDIO[key]
-
-
-def deps_of(config: RunnableConfig) -> RunDeps:
-    configurable = config.get("configurable", {})
-    deps = configurable.get("deps")
-    if isinstance(deps, RunDeps):
-        return deps
-    built = studio_deps(configurable)
-    if built is None:
-        raise WiringError(
-            "the graph was run without its dependencies",
-            hint="pass configurable.deps, or configurable.directory (LangGraph Studio)",
-        )
-    return built
+RunContext = GraphRuntime[RunDeps]
+"""What a node is handed as its ``runtime`` argument: ``runtime.context`` is the run's RunDeps."""

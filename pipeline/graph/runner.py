@@ -1,4 +1,5 @@
-"""Running, resuming and finishing a creation run: the checkpointer, the outcome, exit codes."""
+"""Running and resuming a run of either kind: the checkpointer, the graph for its kind, where the
+graph starts from, and how the run ends (finished, paused at the gate, or stopped)."""
 
 from __future__ import annotations
 
@@ -8,113 +9,43 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
-from pipeline.formats.kinds import CREATION_KINDS
+from pipeline.formats.kinds import CREATION_KINDS, Kind, is_creation_kind
 from pipeline.formats.space import OutOfSpace, space_error
-from pipeline.graph import story
-from pipeline.graph.build import build_graph
+from pipeline.graph.create.build import build_graph
+from pipeline.graph.create.state import RunState
 from pipeline.graph.deps import RunDeps, build_deps
-from pipeline.graph.edit_build import build_edit_graph
-from pipeline.graph.edit_state import EditState
-from pipeline.graph.entry import describe_diff
-from pipeline.graph.state import (
-    BLOCKER_REMAINS,
-    DECISION_NEEDED,
-    INCONCLUSIVE,
-    PASS,
-    SHOULD_FIX_REMAINS,
-    RunState,
-    Verdict,
-)
+from pipeline.graph.edit.build import build_edit_graph
+from pipeline.graph.edit.state import EditState
+from pipeline.graph.result import RunResult, exit_code_for
 from pipeline.graph.watch import watched
-from pipeline.runs.events import EventLog, read_events
+from pipeline.runs.event_fields import Spent
+from pipeline.runs.event_log import EventLog, Listener, read_events
+from pipeline.runs.events import Finished, Paused, RunStarted, Started, Stopped
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
 from pipeline.runs.store import LocalStore, RunStore, Saver
 from pipeline.settings import CHECKPOINTS
 
-LAUNCH_EVENTS = frozenset({"run_start", "start", "resume", "stopped", "paused"})
+LAUNCH_EVENTS = (RunStarted, Started, Stopped, Paused)
 """Events written before the graph's first checkpoint: any other means a checkpoint exists."""
-OUTCOME_EXIT: dict[Verdict, ExitCode] = {
-    PASS: ExitCode.OK,
-    BLOCKER_REMAINS: ExitCode.FINDINGS,
-    SHOULD_FIX_REMAINS: ExitCode.OK,  # the seed's "completes with a warning"
-    INCONCLUSIVE: ExitCode.INCONCLUSIVE,
-    DECISION_NEEDED: ExitCode.FINDINGS,
-}
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+State = RunState | EditState
 
 
-def exit_code_for(verdict: Verdict, fail_on: FailOn) -> ExitCode:
-    """The exit code of a finished run; ``--fail-on should-fix`` turns the warning into 1."""
-    if verdict == SHOULD_FIX_REMAINS and fail_on == "should-fix":
-        return ExitCode.FINDINGS
-    return OUTCOME_EXIT[verdict]
-
-
-@dataclass(slots=True)
-class RunResult:
-    run_id: str
-    kind: str
-    exit_code: ExitCode
-    state: RunState | EditState | None
-    paused: dict[str, Any] | None = None
-    message: str | None = None
-    spent: Usage | None = None
-    """This process's own ledger, when it knows more than the checkpoint (a stop mid-node)."""
-    flag: str | None = None
-    """For a stopped run, the option that lets ``resume`` go on (--budget, --max-requests ...)."""
-
-    def to_json(self) -> dict[str, Any]:
-        state = self.state
-        usage = Usage()
-        for item in state.usage if state else []:
-            usage.merge(item.usage)
-        if self.spent is not None and self.spent.total_tokens > usage.total_tokens:
-            usage = self.spent
-        outcome = state.outcome if state else None
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "outcome": outcome.verdict if outcome else ("PAUSED" if self.paused else "STOPPED"),
-            "exit_code": int(self.exit_code),
-            "rounds": state.round if state else None,
-            "findings": story.findings_json(state, outcome.remaining) if state and outcome else [],
-            "blocking": sum(1 for f in outcome.remaining if f.blocking) if outcome else 0,
-            "usage": usage.to_json(),
-            "review_log_entry": state.review_entry if state else None,
-            "draft": state.draft if state else None,
-            "history": [h.model_dump() for h in state.history] if state else [],
-            "notes": state.notes if state else [],
-            "diff": {
-                "summary": describe_diff(state.diff if state else []),
-                "files": [d.to_json() for d in state.diff] if state else [],
-            },
-            "paused": self.paused,
-            "message": self.message,
-        } | (edit_json(state) if isinstance(state, EditState) else {})
-
-
-def edit_json(state: EditState) -> dict[str, Any]:
-    """What an interactive edit adds to --json: its scope, files, sync suggestion."""
-    scope = state.scope
-    applied = state.applied
-    return {
-        "scope": scope.model_dump(mode="json") if scope else {"cold_read": "skipped"},
-        "files": applied.files if applied else [],
-        "changed_section": applied.changed_section if applied else None,
-        "sync": state.sync.model_dump(mode="json", exclude={"passages"}) if state.sync else None,
-        "sync_suggestion": state.sync_suggestion,
-    }
+def graph_for(kind: Kind, saver: Saver | None = None) -> Graph:
+    """The graph a run of ``kind`` runs: the creation graph or the interactive kinds' graph."""
+    return build_graph(saver) if kind in CREATION_KINDS else build_edit_graph(saver)
 
 
 def _stale(values: dict[str, Any]) -> bool:
@@ -126,7 +57,7 @@ def _stale(values: dict[str, Any]) -> bool:
 
 def _ran(run: OpenRun) -> bool:
     """Whether the run's events show it got past the graph's first checkpoint."""
-    return any(e["type"] not in LAUNCH_EVENTS for e in read_events(run.run_dir))
+    return any(not isinstance(e, LAUNCH_EVENTS) for e in read_events(run.run_dir))
 
 
 def _no_checkpoint(run: OpenRun, store: RunStore) -> NotResumable:
@@ -140,7 +71,7 @@ def _no_checkpoint(run: OpenRun, store: RunStore) -> NotResumable:
     )
 
 
-def _state(run: OpenRun, values: dict[str, Any]) -> RunState | EditState | None:
+def _state(run: OpenRun, values: dict[str, Any]) -> State | None:
     """The checkpoint's values as the kind's state; a state of an earlier format is refused."""
     if not values:
         return None
@@ -163,22 +94,15 @@ def _unreadable(run: OpenRun, exc: ValidationError) -> NotResumable:
     )
 
 
-def _initial(run: OpenRun) -> RunState | EditState:
-    if run.record.edit is not None:
+def _initial(run: OpenRun) -> State:
+    record, budget = run.record, run.session.limits.iteration_budget
+    if record.edit is not None:
         return EditState(
-            run_id=run.run_id,
-            kind=run.record.kind,
-            request=run.record.edit,
-            budget=run.session.limits.iteration_budget,
-            draft=run.record.draft,
+            run_id=run.run_id, kind=record.edit.kind, request=record.edit, budget=budget, draft=record.draft
         )
-    return RunState(
-        run_id=run.run_id,
-        kind=run.record.kind,
-        round=1,
-        budget=run.session.limits.iteration_budget,
-        draft=run.record.draft,
-    )
+    if not is_creation_kind(record.kind):
+        raise WiringError(f"run {run.run_id} of kind {record.kind} records no edit", hint="start a new run")
+    return RunState(run_id=run.run_id, kind=record.kind, budget=budget, draft=record.draft)
 
 
 async def execute(
@@ -187,7 +111,7 @@ async def execute(
     resume: bool,
     budget_tokens: int | None = None,
     max_cost: str | None = None,
-    listener: Callable[[dict[str, Any]], None] | None = None,
+    listener: Listener | None = None,
     configure: Callable[[RunDeps], None] | None = None,
     store: RunStore | None = None,
     saver: Saver | None = None,
@@ -224,8 +148,8 @@ async def execute(
 
 
 async def _saved(
-    run: OpenRun, graph: Any, saver: Saver, config: RunnableConfig
-) -> tuple[Any, Any, RunState | EditState | None]:
+    run: OpenRun, graph: Graph, saver: Saver, config: RunnableConfig
+) -> tuple[Any, Any, State | None]:
     """The run's last checkpoint, the graph's snapshot of it and the state it holds."""
     saved = await saver.aget_tuple(config)
     # Check the format before LangGraph reads the state into RunState for its next tasks.
@@ -248,7 +172,7 @@ def _after_full_disk(run: OpenRun, store: RunStore, full: OutOfSpace) -> OutOfSp
     one without is removed whole, leaving nothing behind (run it again once there is room)."""
     if _checkpointed(run, store):
         with contextlib.suppress(Exception):  # the disk may still have no room for it
-            EventLog(run.run_dir).emit("stopped", message=full.message)
+            EventLog(run.run_dir).emit(Stopped(message=full.message))
         return full.then(f"designloop resume {run.run_id} (it goes on from its last completed step)")
     shutil.rmtree(run.run_dir, ignore_errors=True)
     return full.then("run again (this run had not begun: nothing of it was kept)")
@@ -275,17 +199,18 @@ def _open(run: OpenRun, resume: bool, store: RunStore) -> AbstractAsyncContextMa
     return store.checkpointer()
 
 
-async def _execute(
+def _deps(
     run: OpenRun,
-    resume: bool,
-    listener: Callable[[dict[str, Any]], None] | None,
-    configure: Callable[[RunDeps], None] | None,
     store: RunStore,
-    saver: Saver,
-    lock: RunLock | None = None,
-) -> RunResult:
-    session, record = run.session, run.record
-    deps = build_deps(session.runtime, run.design, session.limits, session.run, run.run_dir, record.warmup)
+    listener: Listener | None,
+    configure: Callable[[RunDeps], None] | None,
+    lock: RunLock | None,
+) -> RunDeps:
+    """The run's services: its events published to the store and told to ``listener``."""
+    session = run.session
+    deps = build_deps(
+        session.runtime, run.design, session.limits, session.run, run.run_dir, run.record.warmup
+    )
     if lock is not None:
         deps.fence = lock.check
     published = store.publish(run.run_dir)
@@ -295,78 +220,107 @@ async def _execute(
         deps.events.subscribe(listener)
     if configure is not None:
         configure(deps)
-    config: RunnableConfig = {
-        "configurable": {"thread_id": record.run_id, "deps": deps},
-        "recursion_limit": 400,
-    }
-    graph = build_graph(saver) if record.kind in CREATION_KINDS else build_edit_graph(saver)
+    return deps
+
+
+async def _start_from(
+    run: OpenRun, graph: Graph, config: RunnableConfig, snapshot: Any, state: State | None, resume: bool
+) -> Any:
+    """What the graph is given: the run's input (a new run, or one with no state yet), the
+    gate's answer (a pause), or nothing (it goes on from its last checkpoint: a task whose
+    writes were saved before the process died is not run again; its writes are applied)."""
+    if not resume or state is None:
+        return _initial(run).model_dump(mode="json")
+    if snapshot.interrupts:
+        return Command(resume={"resumed_at": dt.datetime.now(dt.UTC).isoformat()})
+    at_end = not snapshot.next and not snapshot.tasks
+    if at_end or (state.review_entry is not None and state.entry is None):
+        # A finish cut short is run again from the outcome (every finish step is idempotent);
+        # so is one whose state has no entry to present (saved by an earlier designloop).
+        await graph.aupdate_state(config, None, as_node="step6_outcome")
+    return None
+
+
+async def _execute(
+    run: OpenRun,
+    resume: bool,
+    listener: Listener | None,
+    configure: Callable[[RunDeps], None] | None,
+    store: RunStore,
+    saver: Saver,
+    lock: RunLock | None = None,
+) -> RunResult:
+    record = run.record
+    deps = _deps(run, store, listener, configure, lock)
+    config: RunnableConfig = {"configurable": {"thread_id": record.run_id}, "recursion_limit": 400}
+    graph = graph_for(record.kind, saver)
     saved, snapshot, state = await _saved(run, graph, saver, config)
     for item in state.usage if state else []:
         deps.runtime.ledger.add(item.round, item.role, item.usage)
-    graph_input: Any = None
     if resume and saved is None and _ran(run):
         raise _no_checkpoint(run, store)  # a store replaced by another is named, never silently restarted
-    if not resume or state is None:
-        graph_input = _initial(run).model_dump(mode="json")
-    elif snapshot.interrupts:
-        graph_input = Command(resume={"resumed_at": dt.datetime.now(dt.UTC).isoformat()})
-    elif not snapshot.next and not snapshot.tasks:
-        # The graph is at its end. Its outcome counts only once the finish is on record; a
-        # finish cut short is run again from the outcome (every finish step is idempotent).
-        if deps.events.recorded("outcome"):
-            await store.prune(saver, record.run_id)
-            return _result(run, state)
-        await graph.aupdate_state(config, None, as_node="step6_outcome")
-    # Otherwise: continue from the last checkpoint. A task whose writes were saved before
-    # the process died is not run again; its writes are applied and the graph goes on.
-    deps.events.emit("resume" if resume else "start", budget_tokens=session.runtime.budget.max_tokens)
+    at_end = state is not None and not snapshot.interrupts and not snapshot.next and not snapshot.tasks
+    if resume and at_end and deps.events.recorded(Finished):
+        await store.prune(saver, record.run_id)  # its outcome is on record: the run is over
+        return _result(run, state)
+    graph_input = await _start_from(run, graph, config, snapshot, state, resume)
+    deps.events.emit(
+        Started(type="resume" if resume else "start", budget_tokens=run.session.runtime.budget.max_tokens)
+    )
     try:
-        await watched(lock, graph.ainvoke(graph_input, config, durability="sync"))
+        await watched(lock, graph.ainvoke(graph_input, config, context=deps, durability="sync"))
     except LockLost as exc:
         with contextlib.suppress(Exception):  # the store may be what went away
-            deps.events.emit("stopped", message=exc.message)
+            deps.events.emit(Stopped(message=exc.message))
         raise
     except BudgetExceeded as exc:
-        spent = deps.runtime.ledger.total()
-        deps.record_wrote(record.kind)
-        # What the stopped spawn had spent: no spawn event records it, so this one does.
-        partial = (exc.spent or Usage()).to_json()
-        deps.events.emit(
-            "stopped", message=exc.message, usage=spent.to_json(), partial=partial, flag=exc.flag
-        )
-        state = _state(run, dict((await graph.aget_state(config)).values or {}))
-        return RunResult(
-            record.run_id,
-            record.kind,
-            ExitCode.BUDGET,
-            state,
-            message=exc.render(),
-            spent=spent,
-            flag=exc.flag,
-        )
+        return await _stopped(run, graph, config, deps, exc)
     except (WiringError, InputError) as exc:
-        deps.events.emit("stopped", message=exc.message)
+        deps.events.emit(Stopped(message=exc.message))
         raise
+    return await _ended(run, graph, config, deps, store, saver)
+
+
+async def _stopped(
+    run: OpenRun, graph: Graph, config: RunnableConfig, deps: RunDeps, exc: BudgetExceeded
+) -> RunResult:
+    """A run a budget stopped: resumable with a larger one (the result names the flag)."""
+    spent = deps.runtime.ledger.total()
+    deps.record_wrote(run.record.kind)
+    # What the stopped spawn had spent: no spawn event records it, so this one does.
+    partial = Spent.model_validate((exc.spent or Usage()).to_json())
+    deps.events.emit(
+        Stopped(
+            message=exc.message, usage=Spent.model_validate(spent.to_json()), partial=partial, flag=exc.flag
+        )
+    )
+    state = _state(run, dict((await graph.aget_state(config)).values or {}))
+    return RunResult(
+        run.run_id, run.record.kind, ExitCode.BUDGET, state, message=exc.render(), spent=spent, flag=exc.flag
+    )
+
+
+async def _ended(
+    run: OpenRun, graph: Graph, config: RunnableConfig, deps: RunDeps, store: RunStore, saver: Saver
+) -> RunResult:
+    """The graph returned: paused at the S3 gate, or finished (its thread pruned to the latest
+    checkpoint)."""
     snapshot = await graph.aget_state(config)
     state = _state(run, dict(snapshot.values or {}))
     if snapshot.interrupts:
         paused = snapshot.interrupts[0].value
         gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
-        deps.record_wrote(record.kind)
-        deps.events.emit("paused", gate=gate.get("state"), message=gate.get("message"))
+        deps.record_wrote(run.record.kind)
+        deps.events.emit(Paused(gate=gate.get("state"), message=gate.get("message")))
+        message = gate.get("message") if gate else str(paused)
         return RunResult(
-            record.run_id,
-            record.kind,
-            ExitCode.GATE_PAUSED,
-            state,
-            paused=paused,
-            message=gate.get("message") if gate else str(paused),
+            run.run_id, run.record.kind, ExitCode.GATE_PAUSED, state, paused=paused, message=message
         )
-    await store.prune(saver, record.run_id)
+    await store.prune(saver, run.run_id)
     return _result(run, state)
 
 
-def _result(run: OpenRun, state: RunState | EditState | None) -> RunResult:
+def _result(run: OpenRun, state: State | None) -> RunResult:
     outcome = state.outcome if state else None
     edit = run.record.edit
     # --fail-on should-fix given to the run, or to the edit it records, turns the warning into 1.

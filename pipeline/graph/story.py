@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.formats.findings import MECHANICAL, SEVERITY_ORDER, Finding
-from pipeline.graph.edit_state import EditState
-from pipeline.graph.state import RunState
+from pipeline.graph.state import Reviewer, RunStateBase
 
 MAX_RAISED = 20
 """The most findings the entry's Raised block lists; --json carries them all."""
@@ -38,7 +37,7 @@ class Raised:
     """One finding one role raised in one round."""
 
     round: int
-    role: str
+    role: Reviewer
     finding: Finding
 
 
@@ -47,7 +46,7 @@ class Ran:
     """One role's reviews in one round: how many spawns, and whether any was INCONCLUSIVE."""
 
     round: int
-    role: str
+    role: Reviewer
     spawns: int
     inconclusive: bool
 
@@ -59,28 +58,17 @@ def subject(f: Finding) -> tuple[object, ...]:
     return (f.rule, f.file, quote) if quote else (f.rule, f.file, f.section, f.message)
 
 
-def raised(state: RunState | EditState) -> list[Raised]:
+def raised(state: RunStateBase) -> list[Raised]:
     """Every finding every reviewing role raised, round by round."""
-    out = [Raised(r.round, r.role, f) for r in state.reports for f in r.findings]
-    if isinstance(state, RunState):
-        out += [Raised(a.round, "readability-auditor", f) for a in state.audits for f in a.findings]
-        out += [Raised(c.round, c.role, f) for c in state.seconds for f in c.findings]
-    else:
-        out += [Raised(r.round, r.role, f) for r in state.reads for f in r.findings]
+    out = [Raised(r.round, r.role, f) for r in state.reviews() for f in r.findings]
     return sorted(out, key=lambda r: (r.round, ORDER.get(r.role, 5), r.finding.line or 0))
 
 
-def reviews(state: RunState | EditState) -> list[Ran]:
+def reviews(state: RunStateBase) -> list[Ran]:
     """Every reviewing role that ran, per round (the author's turns are in ``state.usage``)."""
-    runs: list[tuple[int, str, bool]] = [(r.round, r.role, r.status != "ok") for r in state.reports]
-    if isinstance(state, RunState):
-        runs += [(a.round, "readability-auditor", a.status != "ok") for a in state.audits]
-        runs += [(c.round, c.role, c.status != "ok") for c in state.seconds]
-    else:
-        runs += [(r.round, r.role, r.status != "ok") for r in state.reads]
-    grouped: dict[tuple[int, str], list[bool]] = {}
-    for round_, role, failed in runs:
-        grouped.setdefault((round_, role), []).append(failed)
+    grouped: dict[tuple[int, Reviewer], list[bool]] = {}
+    for review in state.reviews():
+        grouped.setdefault((review.round, review.role), []).append(review.status != "ok")
     return [Ran(k[0], k[1], len(v), any(v)) for k, v in sorted(grouped.items())]
 
 
@@ -122,7 +110,7 @@ def _turn(role: str, round_: int) -> str:
     return f"{role} {'wrote' if round_ == 1 else 'revised'} the draft"
 
 
-def rounds_block(state: RunState | EditState) -> list[str]:
+def rounds_block(state: RunStateBase) -> list[str]:
     """``**Rounds**``: a line per round naming every role that ran and what it raised."""
     found = raised(state)
     ran = reviews(state)
@@ -143,7 +131,7 @@ def rounds_block(state: RunState | EditState) -> list[str]:
     return ["**Rounds**:", *lines] if lines else []
 
 
-def raised_block(state: RunState | EditState, remaining: list[Finding]) -> list[str]:
+def raised_block(state: RunStateBase, remaining: list[Finding]) -> list[str]:
     """``**Raised in earlier rounds**``: each finding of a round before the last, with who
     raised it and its fate (the entry's Findings list holds the last round's); blockers and
     should-fix first when there are more than the entry's limit."""
@@ -167,13 +155,13 @@ def raised_block(state: RunState | EditState, remaining: list[Finding]) -> list[
     return ["**Raised in earlier rounds**:", *lines]
 
 
-def entry_blocks(state: RunState | EditState, remaining: list[Finding]) -> list[str]:
+def entry_blocks(state: RunStateBase, remaining: list[Finding]) -> list[str]:
     """The entry's story blocks, separated by a blank line."""
     rounds, found = rounds_block(state), raised_block(state, remaining)
     return [*rounds, *([""] if rounds and found else []), *found]
 
 
-def findings_json(state: RunState | EditState, remaining: list[Finding]) -> list[dict[str, Any]]:
+def findings_json(state: RunStateBase, remaining: list[Finding]) -> list[dict[str, Any]]:
     """Every finding the run reports, once per (role, subject): its severity, the rounds it was
     raised in, its status (open, fixed, left ...) and whether it remains blocking."""
     found = raised(state)

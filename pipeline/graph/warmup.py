@@ -5,6 +5,9 @@ arrived, when the provider has written the shared prompt prefix to its cache, an
 later than ``[run] warmup_cap``. A provider that keeps no prompt cache (the offline engine,
 an OpenAI-compatible server of one's own) gains nothing from waiting, so there the whole
 fan-out starts at once. A resumed round whose first spawn already finished does not wait.
+
+The first spawn is handed the gate's opener as an argument (``RunDeps.spawn(first_answer=...)``),
+which the request cache calls when the spawn's first answer arrives.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-
-from pipeline.agents.cache import FIRST_ANSWER
 
 
 @dataclass(slots=True)
@@ -33,9 +34,9 @@ class WarmUp:
         return self.gates.setdefault(round_, Gate())
 
     @contextlib.contextmanager
-    def first(self, round_: int, opened: Callable[[], None]) -> Iterator[None]:
-        """Around the round's first spawn: its first answer (or its end) opens the gate, and
-        ``opened`` is told once."""
+    def first(self, round_: int, opened: Callable[[], None]) -> Iterator[Callable[[], None]]:
+        """Around the round's first spawn: yields the opener to hand the spawn; its first answer
+        (or its end) opens the gate, and ``opened`` is told once."""
         gate = self._gate(round_)
         gate.armed = True
 
@@ -44,11 +45,9 @@ class WarmUp:
                 gate.answered.set()
                 opened()
 
-        token = FIRST_ANSWER.set(open_gate)
         try:
-            yield
+            yield open_gate
         finally:
-            FIRST_ANSWER.reset(token)
             open_gate()
 
     async def wait(self, round_: int, cap: float) -> float:

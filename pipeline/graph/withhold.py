@@ -16,7 +16,8 @@ from pathlib import Path
 from pipeline.agents.confine import LogWords, normalise
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import MutationEntry
-from pipeline.runs.events import read_events
+from pipeline.runs.event_log import events_of
+from pipeline.runs.events import ReviewLogged
 
 MARK = "[…]"
 
@@ -69,11 +70,8 @@ def withhold_log_words(d: DesignDir, entry: MutationEntry) -> tuple[MutationEntr
 
 def withheld_section(run_dir: Path) -> list[str]:
     """The summary's section with the entry's lines as they were (from the review-log event)."""
-    lines: list[str] = []
-    for event in read_events(run_dir):
-        kept = event.get("withheld")
-        if event.get("type") == "review_log" and isinstance(kept, list):
-            lines = [str(item) for item in kept]
+    logged = events_of(run_dir, ReviewLogged)
+    lines = logged[-1].withheld if logged else []
     if not lines:
         return []
     return ["## Withheld from the review log", "", *(f"- {line}" for line in lines), ""]

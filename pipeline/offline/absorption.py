@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pipeline.formats.contracts import ReviewOutput
+from pipeline.formats.findings import Finding
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.logtext import log_from_text, records, similarity, view_of_decision
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
-from pipeline.offline.text import antonym_conflict, doc_from_text, review_finding, verdict_of
+from pipeline.offline.text import antonym_conflict, doc_from_text, review_finding
 
 MATCH = 0.5
 
@@ -19,7 +20,7 @@ def _finding(
     fix: str,
     at: tuple[int, str] | None = None,
     decision_shaped: bool = False,
-) -> dict[str, Any]:
+) -> Finding:
     line, quote = at if at else (None, None)
     return review_finding(
         rule, message, fix, section=section, line=line, quote=quote, decision_shaped=decision_shaped
@@ -33,7 +34,7 @@ def _heading(lines: list[str], line: int | None) -> tuple[int, str] | None:
     return line, lines[line - 1].lstrip("#").strip()
 
 
-def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
+def check(log_text: str, draft_text: str) -> list[Finding]:
     log = log_from_text(log_text)
     draft = doc_from_text(draft_text)
     lines = draft.lines
@@ -43,7 +44,7 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
     decisions = {d.number: view_of_decision(d) for d in log.decisions}
     bearing = [view_of_decision(d) for d in log.load_bearing()]
     recs = records(draft)
-    out: list[dict[str, Any]] = []
+    out: list[Finding] = []
     covered: set[int] = set()
     matched_records: set[int] = set()
     for rec in recs:
@@ -111,8 +112,8 @@ def check(log_text: str, draft_text: str) -> list[dict[str, Any]]:
     return out
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    log_text = read_whole(obs, params["research_log_path"])
-    draft_text = read_whole(obs, params["draft_path"])
+def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
+    log_text = read_whole(obs, required(params.research_log_path, "research_log_path"))
+    draft_text = read_whole(obs, required(params.draft_path, "draft_path"))
     findings = check(log_text, draft_text)
-    return verdict_of(findings)
+    return ReviewOutput.of(findings)

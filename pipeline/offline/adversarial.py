@@ -6,8 +6,11 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from pipeline.formats.contracts import ReviewOutput
+from pipeline.formats.findings import Finding, Severity
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.logtext import alternatives, is_empty, log_from_text, view_of_decision
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
     antonym_conflict,
@@ -17,13 +20,12 @@ from pipeline.offline.text import (
     jaccard,
     lexicon,
     review_finding,
-    verdict_of,
 )
 
 
 def _finding(
-    severity: str, rule: str, section: str, message: str, fix: str, at: tuple[int, str] | None = None
-) -> dict[str, Any]:
+    severity: Severity, rule: str, section: str, message: str, fix: str, at: tuple[int, str] | None = None
+) -> Finding:
     line, quote = at if at else (None, None)
     return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
 
@@ -33,11 +35,11 @@ def _heading(lines: list[str], line: int) -> tuple[int, str]:
     return line, lines[line - 1].lstrip("#").strip() if 0 < line <= len(lines) else ""
 
 
-def check(log_text: str) -> list[dict[str, Any]]:
+def check(log_text: str) -> list[Finding]:
     log = log_from_text(log_text)
     lines = log.structure.lines
     views = [view_of_decision(d) for d in log.decisions]
-    out: list[dict[str, Any]] = []
+    out: list[Finding] = []
     forks = lexicon().fork_words
     for d, view in zip(log.decisions, views, strict=True):
         if not d.load_bearing and any(True for _ in find_terms(view.decision, forks)):
@@ -93,6 +95,6 @@ def _contradiction(a: Any, b: Any) -> str | None:
     return None
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    findings = check(read_whole(obs, params["research_log_path"]))
-    return verdict_of(findings)
+def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
+    findings = check(read_whole(obs, required(params.research_log_path, "research_log_path")))
+    return ReviewOutput.of(findings)

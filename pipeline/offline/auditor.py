@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.checks.table import SEVERITIES
+from pipeline.formats.contracts import ReviewOutput
+from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import prose_lint, wording
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
@@ -30,28 +33,30 @@ from pipeline.offline.text import (
     review_finding,
     sentence_spans,
     term_pattern,
-    verdict_of,
 )
+from pipeline.settings import Limits
 
 PASSIVE_RE = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.IGNORECASE)
 DASH_RE = re.compile(r"—|(?<=[ \t])--(?=\s)")
 """An em dash, or a spaced double hyphen inside a line (one opening a line marks a list item)."""
+DEFAULT_FLOOR = Limits().whole_doc_floor
+"""The whole-doc guard's floor when no setting is given (a run passes its ``[partition]``'s)."""
 ENUMERATION_RE = re.compile(r"\(\s*\d{1,2}\.?\s*\)|(?<![\w(])\d{1,2}\)")
 
 
-def _severity(rule: HouseRule, measure: float | None = None) -> str:
+def _severity(rule: HouseRule, measure: float | None = None) -> Severity:
     severity = rule.severity if rule.severity in SEVERITIES else "should-fix"
     if measure is not None and rule.hard_limit is not None and measure <= rule.hard_limit:
         return "suggestion"
     return severity
 
 
-def _guard(params: dict[str, Any]) -> dict[str, Any] | None:
+def _guard(params: SpawnParams, floor: int) -> ReviewOutput | None:
     """The agent-side whole-doc guard (docs/formats.md §8.5), shared with the orchestrator's code."""
-    tripped = whole_doc_guard(params, str(params.get("target_path")))
+    tripped = whole_doc_guard(params.slice_count, params.total_lines, str(params.target_path), floor)
     if tripped is None:
         return None
-    return verdict_of(
+    return ReviewOutput.of(
         [review_finding(tripped.rule, tripped.message, tripped.suggested_fix, severity="blocker")]
     )
 
@@ -284,7 +289,7 @@ def audit(
     rules: dict[str, HouseRule],
     known: frozenset[str],
     words: frozenset[str],
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """The house-style rules over a slice: every measure that spans a section is taken over
     its whole section by the slice holding its heading (the auditor's view holds every
     section its slice touches, whole); rules that need the whole document (acronyms) are the
@@ -303,29 +308,29 @@ def audit(
     _dash_density(view, sections, active.get("hs-em-dash"), report)
     groups.report(active, report)
     found = report.findings()
-    taken = {(f["line"], (f["quote"] or "").lower()) for f in found}
+    taken = {(f.line, (f.quote or "").lower()) for f in found}
     for item in prose_lint.lint(view, mine):
-        if (item["line"], (item["quote"] or "").lower()) not in taken:
+        if (item.line, (item.quote or "").lower()) not in taken:
             found.append(item)
     return found
 
 
-def read_view(params: dict[str, Any], obs: Observations) -> tuple[ProseView, int, int]:
+def read_view(params: SpawnParams, obs: Observations) -> tuple[ProseView, int, int]:
     """The whole target, parsed (the acronym rule needs what comes before the slice), and the
     slice's first and last line."""
-    path = params["target_path"]
-    slice_ = params.get("slice")
-    lines = read_lines(obs, path)
+    lines = read_lines(obs, required(params.target_path, "target_path"))
     total = len(lines)
-    start, end = (int(slice_[0]), int(slice_[1])) if slice_ else (1, total)
+    start, end = params.slice or (1, total)
     return parse_prose("\n".join(lines) + "\n", lines), start, min(end, total)
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    guarded = _guard(params)
+def run(params: SpawnParams, obs: Observations, floor: int = DEFAULT_FLOOR) -> ReviewOutput:
+    """The audit of one slice; a slice that should have been several (one slice over ``floor``
+    lines, ``[partition] whole_doc_floor``) is a wiring error instead."""
+    guarded = _guard(params, floor)
     if guarded is not None:
         return guarded
     view, start, end = read_view(params, obs)
     rules = parse_house_style(obs.instructions)
     findings = audit(view, start, end, rules, known_acronyms(obs.instructions), keywords(obs.instructions))
-    return verdict_of(findings)
+    return ReviewOutput.of(findings)

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from pipeline.formats.contracts import AuthorOutput
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import parse_prose
 from pipeline.formats.research_log import Decision, ResearchLog
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import companion, fixer, fixing, grounding, names, plan_names
 from pipeline.offline.final import compile_phase4
 from pipeline.offline.logtext import log_from_text
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import (
     doc_from_text,
@@ -223,7 +225,7 @@ def _self_review(text: str, instructions: str) -> str:
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
     found = comprehension.review(doc, view, known_acronyms(instructions), keywords(instructions))
-    mine = [f for f in found if f["severity"] != "suggestion" and f["rule"] in SELF_FIXED]
+    mine = [f for f in found if f.severity != "suggestion" and f.rule in SELF_FIXED]
     return fixer.apply(text, mine, instructions)[0] if mine else text
 
 
@@ -248,22 +250,20 @@ def _write(obs: Observations, path: str, text: str) -> None:
         raise RuntimeError(result)
 
 
-def _names(finding: dict[str, Any], path: str | None) -> bool:
+def _names(finding: Finding, path: str | None) -> bool:
     """Whether ``finding`` is about the file at ``path``; either may be repository-relative
     or absolute, and neither need be normalised."""
-    where = finding.get("file")
+    where = finding.file
     if not where or not path:
         return False
     a, b = os.path.normpath(str(where)), os.path.normpath(str(path))
     return a == b or a.endswith(os.sep + b) or b.endswith(os.sep + a)
 
 
-def _fix_companion(
-    params: dict[str, Any], obs: Observations, flagged: list[dict[str, Any]]
-) -> tuple[int, int]:
+def _fix_companion(params: SpawnParams, obs: Observations, flagged: list[Finding]) -> tuple[int, int]:
     """Apply the fixes flagged in the companion (the author writes it at target=both)."""
-    companion = params.get("design_mechanics_path")
-    if not flagged or params.get("target") != "both" or not companion:
+    companion = params.design_mechanics_path
+    if not flagged or params.target != "both" or not companion:
         return 0, len(flagged)
     current = read_whole(obs, companion)
     text, fixed, left = guarded_apply(current, flagged, obs.instructions)
@@ -272,34 +272,36 @@ def _fix_companion(
     return fixed, left
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    output = params["output_path"]
-    flagged = params.get("flagged_passages") or []
-    if int(params.get("round", 1)) > 1 and flagged:
+def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
+    output = required(params.output_path, "output_path")
+    flagged = params.flagged_passages or []
+    if params.round > 1 and flagged:
         current = obs.call("read", path=output)
         if not failed(current):
             current = read_whole(obs, output)
-            elsewhere = [f for f in flagged if _names(f, params.get("design_mechanics_path"))]
-            mine = [f for f in flagged if not _names(f, params.get("design_mechanics_path"))]
-            extra = [f for f in mine if f.get("rule") == "abs-missing-record"]
+            elsewhere = [f for f in flagged if _names(f, params.design_mechanics_path)]
+            mine = [f for f in flagged if not _names(f, params.design_mechanics_path)]
+            extra = [f for f in mine if f.rule == "abs-missing-record"]
             text, fixed, left = guarded_apply(current, mine, obs.instructions)
-            if extra and params.get("research_log_path"):
-                text, added = seed_records(text, read_whole(obs, params["research_log_path"]), extra)
+            if extra and params.research_log_path:
+                text, added = seed_records(
+                    text, read_whole(obs, required(params.research_log_path, "research_log_path")), extra
+                )
                 fixed, left = fixed + added, left - added
             fixed_there, left_there = _fix_companion(params, obs, elsewhere)
             fixed, left = fixed + fixed_there, left + left_there
             _write(obs, output, text)
-            return {
-                "summary": f"Round {params.get('round')}: fixed {fixed} flagged passage(s), left {left} that "
+            return AuthorOutput(
+                summary=f"Round {params.round}: fixed {fixed} flagged passage(s), left {left} that "
                 "need judgement.",
-                "output_path": output,
-            }
-    if params.get("kind") == "phase4-creation":
-        frozen = read_whole(obs, params["design_path"])
-        text = compile_phase4(frozen, obs, params["episodes_path"])
+                output_path=output,
+            )
+    if params.kind == "phase4-creation":
+        frozen = read_whole(obs, required(params.design_path, "design_path"))
+        text = compile_phase4(frozen, obs, required(params.episodes_path, "episodes_path"))
         summary = "Compiled the final design from the frozen design, the track episodes and the code."
     else:
-        log_text = read_whole(obs, params["research_log_path"])
+        log_text = read_whole(obs, required(params.research_log_path, "research_log_path"))
         compiled = compile_design(log_text, obs, plan_names.referenced_sections(params, obs))
         text = compiled.text
         summary = " ".join(
@@ -307,10 +309,10 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
         )
     text = companion.author_companion(params, obs, text)
     _write(obs, output, text)
-    return {"summary": summary, "output_path": output}
+    return AuthorOutput(summary=summary, output_path=output)
 
 
-def guarded_apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[str, int, int]:
+def guarded_apply(text: str, flagged: list[Finding], instructions: str) -> tuple[str, int, int]:
     """The fixer's edits, less any that would alter a name, an acronym, code or a quotation
     (names.lost): such a finding is left, counted with those that need judgement."""
     new, fixed, left = fixer.apply(text, flagged, instructions)
@@ -321,21 +323,20 @@ def guarded_apply(text: str, flagged: list[dict[str, Any]], instructions: str) -
     safe = [
         f
         for f in flagged
-        if str(f.get("rule", "")).startswith("dsc-")
-        or not names.lost(text, fixer.apply(text, [f], instructions)[0])
+        if f.rule.startswith("dsc-") or not names.lost(text, fixer.apply(text, [f], instructions)[0])
     ]
     new, fixed, left = fixer.apply(text, safe, instructions)
     return new, fixed, left + len(flagged) - len(safe)
 
 
-def seed_records(text: str, log_text: str, flagged: list[dict[str, Any]]) -> tuple[str, int]:
+def seed_records(text: str, log_text: str, flagged: list[Finding]) -> tuple[str, int]:
     """Add a decision record for each load-bearing log decision the absorption check missed."""
     if failed(log_text):
         return text, 0
     log = log_from_text(log_text)
     wanted = []
     for finding in flagged:
-        match = re.match(r"D(\d+)$", str(finding.get("section") or ""))
+        match = re.match(r"D(\d+)$", str(finding.section or ""))
         decision = log.decision(int(match.group(1))) if match else None
         if decision is not None:
             wanted.append(decision)

@@ -5,13 +5,14 @@ editor, the companion the phase-1 author seeds at target=both, and the phase-4 p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from pipeline.formats.contracts import AuthorOutput
 from pipeline.formats.edits import join, parse
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.split import split_design, split_section, with_footers
 from pipeline.formats.sync_delta import mechanics_sections, without_stamp
 from pipeline.offline.edit_io import read, write_edits
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import failed
 
 DOC = Path("design.md")
@@ -19,19 +20,22 @@ MECHANICS = "design-mechanics.md"
 FINAL_MECHANICS = "design-mechanics-final.md"
 
 
-def split_run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
+def split_run(params: SpawnParams, obs: Observations) -> AuthorOutput:
     """length-trigger-crossing: move the long-form content into the (stamped, empty) companion."""
-    output, companion = params["output_path"], params["design_mechanics_path"]
+    output, companion = (
+        required(params.output_path, "output_path"),
+        required(params.design_mechanics_path, "design_mechanics_path"),
+    )
     design, mechanics = read(obs, output), read(obs, companion)
     split = split_design(design, DOC, Path(companion).name)
     first = mechanics.split("\n", 1)[0]
     wrote = write_edits(obs, companion, mechanics, first + "\n" + split.mechanics)
     write_edits(obs, output, design, split.design)
     moved = f"moved {split.moved} line(s) of long-form content" if wrote else "moved nothing"
-    return {
-        "summary": f"Split {len(split.sections)} section(s): {moved} into {Path(companion).name}.",
-        "output_path": output,
-    }
+    return AuthorOutput(
+        summary=f"Split {len(split.sections)} section(s): {moved} into {Path(companion).name}.",
+        output_path=output,
+    )
 
 
 def _write(obs: Observations, path: str, text: str) -> None:
@@ -70,13 +74,13 @@ def final_pair(design_final: str, frozen_mechanics: str) -> tuple[str, str]:
     return design, join(mechanics)
 
 
-def author_companion(params: dict[str, Any], obs: Observations, text: str) -> str:
+def author_companion(params: SpawnParams, obs: Observations, text: str) -> str:
     """The author's companion at target=both: writes it and returns design.md's text."""
-    companion = params.get("design_mechanics_path")
-    if params.get("target") != "both" or not companion:
+    companion = params.design_mechanics_path
+    if params.target != "both" or not companion:
         return text
-    if params.get("kind") == "phase4-creation":
-        frozen = str(Path(params["design_path"]).parent / MECHANICS)
+    if params.kind == "phase4-creation":
+        frozen = str(Path(required(params.design_path, "design_path")).parent / MECHANICS)
         design, mechanics = final_pair(text, read(obs, frozen))
     else:
         current = obs.call("read", path=companion)

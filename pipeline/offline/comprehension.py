@@ -11,13 +11,15 @@ document's size.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import Block, ProseView, parse_prose
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import acronyms
 from pipeline.offline.logtext import records
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
 from pipeline.offline.references import dangling_refs
 from pipeline.offline.report import Report
@@ -32,7 +34,6 @@ from pipeline.offline.text import (
     review_finding,
     sentence_spans,
     term_pattern,
-    verdict_of,
 )
 
 BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:\n]{2,60}?)(?P<colon>:?)\*\*")
@@ -270,9 +271,7 @@ def has_overview(doc: DesignDoc, view: ProseView) -> bool:
     return any(b.kind == "paragraph" and b.start < first for b in view.blocks)
 
 
-def review(
-    doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]
-) -> list[dict[str, Any]]:
+def review(doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]) -> list[Finding]:
     report = Report(view.section_at)
     term_order(view, report)
     acronym_order(view, report, acronyms.Lexicon(view, known, words))
@@ -295,8 +294,8 @@ def review(
     return findings
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    text = read_whole(obs, params["design_path"])
+def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
+    text = read_whole(obs, required(params.design_path, "design_path"))
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
-    return verdict_of(review(doc, view, known_acronyms(obs.instructions), keywords(obs.instructions)))
+    return ReviewOutput.of(review(doc, view, known_acronyms(obs.instructions), keywords(obs.instructions)))

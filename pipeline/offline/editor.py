@@ -4,17 +4,17 @@ findings. What needs judgement is left as it was and said so in the summary."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from pipeline.formats.contracts import AuthorOutput
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import companion, fixer, instruction, sync
 from pipeline.offline.edit_io import read, write_edits
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    output = params["output_path"]
-    flagged = params.get("flagged_passages") or []
-    rules = {str(f.get("rule", "")) for f in flagged}
+def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
+    output = required(params.output_path, "output_path")
+    flagged = params.flagged_passages or []
+    rules = {f.rule for f in flagged}
     if "split-section" in rules:
         return companion.split_run(params, obs)
     if any(rule.startswith("sync-") for rule in rules):
@@ -24,12 +24,12 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     notes = []
     if flagged:
         notes.append(f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.")
-    if params.get("instruction"):
-        outcome = instruction.apply(text, str(params["instruction"]), params.get("changed_section"))
+    if params.instruction:
+        outcome = instruction.apply(text, params.instruction, params.changed_section)
         text = outcome.text
         if outcome.applied:
             notes.append("Carried out: " + "; ".join(outcome.applied) + ".")
         if outcome.failed:
             notes.append("Not carried out: " + "; ".join(outcome.failed) + ".")
     write_edits(obs, output, current, text)
-    return {"summary": " ".join(notes) or "Nothing to change.", "output_path": output}
+    return AuthorOutput(summary=" ".join(notes) or "Nothing to change.", output_path=output)

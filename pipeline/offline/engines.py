@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from pydantic_ai.models.function import FunctionModel
 
 from pipeline.errors import InputError
 from pipeline.offline import absorption, adversarial, auditor, author, comprehension, editor, fidelity
 from pipeline.offline.driver import Engine, engine_model
+from pipeline.settings import Limits
 
 ENGINES: dict[str, Engine] = {
     "design-author": author.run,
@@ -19,8 +22,12 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def offline_model(role: str) -> FunctionModel:
+def offline_model(role: str, limits: Limits) -> FunctionModel:
+    """The engine of ``role`` as a model; ``limits`` are the run's settings (the auditor's
+    whole-doc guard trips over ``[partition] whole_doc_floor``)."""
     engine = ENGINES.get(role)
+    if role == "readability-auditor":
+        engine = partial(auditor.run, floor=limits.whole_doc_floor)
     if engine is None:
         raise InputError(
             f"the offline engine has no implementation of role {role!r}",

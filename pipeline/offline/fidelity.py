@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from pipeline.formats.claims import looks_like_path, looks_like_symbol
+from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
+from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.prose import ProseView, parse_prose
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.textio import decode
 from pipeline.offline import supersede
 from pipeline.offline.logtext import records
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import (
     antonym_conflict,
@@ -29,7 +31,6 @@ from pipeline.offline.text import (
     review_finding,
     sentence_spans,
     sentences,
-    verdict_of,
 )
 
 AS_BUILT = "As built"
@@ -41,8 +42,8 @@ def _finding(
     at: tuple[int, str] | None,
     message: str,
     fix: str,
-    severity: str = "should-fix",
-) -> dict[str, Any]:
+    severity: Severity = "should-fix",
+) -> Finding:
     line, quote = at if at else (None, None)
     return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
 
@@ -61,11 +62,11 @@ def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, Entry]]:
     return out
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    draft_text = read_whole(obs, params["draft_path"])
+def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
+    draft_text = read_whole(obs, required(params.draft_path, "draft_path"))
     draft = doc_from_text(draft_text, "design-final.md")
     view = parse_prose(draft_text, draft.lines)
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     # 1-2. Every named symbol and path exists in the code.
     symbols: dict[str, tuple[int, str | None]] = {}
     paths: dict[str, tuple[int, str | None]] = {}
@@ -97,21 +98,25 @@ def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
     else:
         findings += _code_findings(obs, symbols, paths)
     # 3-4. Episodes win over the frozen design.
-    episodes = _episodes(obs, params["episodes_path"])
-    frozen_text = obs.call("read", path=params["design_path"])
-    frozen = "" if frozen_text.startswith(("refused:", "error:")) else read_whole(obs, params["design_path"])
+    episodes = _episodes(obs, required(params.episodes_path, "episodes_path"))
+    frozen_text = obs.call("read", path=required(params.design_path, "design_path"))
+    frozen = (
+        ""
+        if frozen_text.startswith(("refused:", "error:"))
+        else read_whole(obs, required(params.design_path, "design_path"))
+    )
     findings += superseded(draft, view, frozen, episodes)
     findings += contradicted(view, episodes)
-    return verdict_of(findings)
+    return ReviewOutput.of(findings)
 
 
 def _code_findings(
     obs: Observations,
     symbols: dict[str, tuple[int, str | None]],
     paths: dict[str, tuple[int, str | None]],
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """Every named symbol and path exists in the code."""
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     sym_names = sorted(symbols)
     answers = obs.call_many([("psi", {"query": s, "kind": "definition"}) for s in sym_names])
     missing = [s for s, a in zip(sym_names, answers, strict=True) if a.startswith("no definition")]
@@ -150,10 +155,10 @@ def _code_findings(
 
 def superseded(
     draft: DesignDoc, view: ProseView, frozen_text: str, episodes: list[tuple[str, Entry]]
-) -> list[dict[str, Any]]:
+) -> list[Finding]:
     """Records, sections and paragraphs that still state what an episode supersedes, however
     the words are inflected or hyphenated (supersede.Supersession.reasserts)."""
-    out: list[dict[str, Any]] = []
+    out: list[Finding] = []
     if not frozen_text:
         return out
     container = draft.find(DECISION_RECORDS)
@@ -207,8 +212,8 @@ def superseded(
     return out
 
 
-def contradicted(view: ProseView, episodes: list[tuple[str, Entry]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def contradicted(view: ProseView, episodes: list[tuple[str, Entry]]) -> list[Finding]:
+    out: list[Finding] = []
     episode_sentences = [
         (track, e, s, content_words(s)) for track, e in episodes for s in sentences(clean(e.body))
     ]

@@ -6,8 +6,8 @@ it, a reference that lands nowhere goes, a design without an Overview gets one."
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from pipeline.formats.findings import Finding
 from pipeline.offline import acronyms
 from pipeline.offline.fixing import Context, flagged_block, replace
 from pipeline.offline.text import sentence_spans
@@ -18,11 +18,11 @@ GLOSS_RE = re.compile(
 GLOSS_WORDS = 12
 
 
-def fix_term_order(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_term_order(ctx: Context, f: Finding) -> bool:
     """A term used before its definition: an acronym is defined at its first use; a bold term
     is explained in passing there, in the words of its definition ("lease (a time-limited
     claim a worker holds on a job)"), which is what the reader at that point lacks."""
-    quote = (f.get("quote") or "").strip()
+    quote = (f.quote or "").strip()
     if re.fullmatch(r"[A-Z][A-Z]+s?", quote):
         return fix_acronym(ctx, f)
     from pipeline.offline.comprehension import definitions
@@ -42,12 +42,12 @@ def fix_term_order(ctx: Context, f: dict[str, Any]) -> bool:
     return replace(ctx, used, start + len(quote), start + len(quote), f" ({text})")
 
 
-def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_acronym(ctx: Context, f: Finding) -> bool:
     """An acronym the document defines only after its first use is defined at its first use,
     with the long form the later definition gives: "RDS" becomes "Relational Database
     Service (RDS)". The acronym itself is never altered; one the document never spells out
     is left for a person or a model (the long form is not the fixer's to invent)."""
-    token = acronyms.base((f.get("quote") or "").strip())
+    token = acronyms.base((f.quote or "").strip())
     if not re.fullmatch(r"[A-Z][A-Z]+", token):
         return False
     long = next(
@@ -64,10 +64,10 @@ def fix_acronym(ctx: Context, f: dict[str, Any]) -> bool:
     return False
 
 
-def fix_tldr_mismatch(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_tldr_mismatch(ctx: Context, f: Finding) -> bool:
     """A TL;DR its body never discusses: the body opens by saying what the TL;DR says, so
     the summary and the section agree and nothing anyone wrote is lost."""
-    section = ctx.doc.find(f.get("section") or "")
+    section = ctx.doc.find(f.section or "")
     if section is None or not section.is_body:
         return False
     paras = ctx.view.paragraphs(section.start + 1, section.end)
@@ -77,7 +77,7 @@ def fix_tldr_mismatch(ctx: Context, f: dict[str, Any]) -> bool:
     return bool(said) and ctx.edits.insert(paras[0].end + 1, ["", said])
 
 
-def fix_dangling(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_dangling(ctx: Context, f: Finding) -> bool:
     """A reference that lands nowhere goes: its parenthetical aside, its clause, or (when the
     sentence only makes the promise) its sentence."""
     found = flagged_block(ctx, f)
@@ -88,7 +88,7 @@ def fix_dangling(ctx: Context, f: dict[str, Any]) -> bool:
     if span is None:
         return False
     a, b = span
-    quote = (f.get("quote") or "").strip()
+    quote = (f.quote or "").strip()
     for start, end in _enclosing_aside(block.text, at, at + len(quote)):
         if a <= start and end <= b:
             return replace(ctx, block, start, end, "")
@@ -117,7 +117,7 @@ def _enclosing_aside(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(begin, close_at + 1)]
 
 
-def fix_no_overview(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_no_overview(ctx: Context, f: Finding) -> bool:
     """A design without an Overview gets one, made of its sections' own TL;DRs."""
     summaries = []
     for section in ctx.doc.body_sections():

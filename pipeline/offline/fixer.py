@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
 
 from pipeline.checks.engine import find_asides
 from pipeline.formats.design_doc import STAMP_LIKE_RE
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import Block, parse_prose, words_of
 from pipeline.offline import acronyms, wording
 from pipeline.offline.edits import EditSet
@@ -49,9 +49,9 @@ JOINT_LEAD = {
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|^\s*\*\*[^*]+\*\*\s*)$")
 
 
-def _lines_of(ctx: Context, f: dict[str, Any]) -> list[tuple[int, str]]:
+def _lines_of(ctx: Context, f: Finding) -> list[tuple[int, str]]:
     """The prose line a located finding names, else every prose line."""
-    line = f.get("line")
+    line = f.line
     if isinstance(line, int) and 1 <= line <= len(ctx.doc.lines):
         return ctx.doc.prose_lines(line, line)
     return ctx.doc.prose_lines()
@@ -83,9 +83,9 @@ def _delete_term(ctx: Context, block: Block, start: int, end: int) -> bool:
     return replace(ctx, block, begin, end, "")
 
 
-def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
-    rule = ctx.rules.get(f.get("rule", ""))
-    quote = (f.get("quote") or "").strip()
+def fix_term(ctx: Context, f: Finding) -> bool:
+    rule = ctx.rules.get(f.rule)
+    quote = (f.quote or "").strip()
     if rule is None or quote.lower() not in rule.replace:
         return False
     repl = rule.replace[quote.lower()]
@@ -102,7 +102,7 @@ def fix_term(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
-def fix_aside(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_aside(ctx: Context, f: Finding) -> bool:
     changed = False
     for number, line in _lines_of(ctx, f):
         for start, text in find_asides(line):
@@ -111,8 +111,8 @@ def fix_aside(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
-def fix_tldr(ctx: Context, f: dict[str, Any]) -> bool:
-    section = ctx.doc.find(f.get("section") or "")
+def fix_tldr(ctx: Context, f: Finding) -> bool:
+    section = ctx.doc.find(f.section or "")
     if section is None or not section.is_body:
         return False
     body = [b for b in ctx.view.paragraphs(section.start + 1, section.end)]
@@ -123,8 +123,8 @@ def fix_tldr(ctx: Context, f: dict[str, Any]) -> bool:
     return ctx.edits.insert(section.start + 1, ["", f"**TL;DR:** {summary}"])
 
 
-def fix_stamp(ctx: Context, f: dict[str, Any]) -> bool:
-    line = f.get("line")
+def fix_stamp(ctx: Context, f: Finding) -> bool:
+    line = f.line
     if (
         isinstance(line, int)
         and 1 < line <= len(ctx.doc.lines)
@@ -134,7 +134,7 @@ def fix_stamp(ctx: Context, f: dict[str, Any]) -> bool:
     return False
 
 
-def fix_reverse_ref(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_reverse_ref(ctx: Context, f: Finding) -> bool:
     changed = False
     for number, line in _lines_of(ctx, f):
         new = LINK_INTO_PLAN_RE.sub(r"\1", line)
@@ -143,7 +143,7 @@ def fix_reverse_ref(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
-def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_long_sentence(ctx: Context, f: Finding) -> bool:
     """Split the sentence at its most central joints until each part is within the limit."""
     rule = ctx.rules.get("hs-sentence-length")
     found = flagged_block(ctx, f)
@@ -185,7 +185,7 @@ def fix_long_sentence(ctx: Context, f: dict[str, Any]) -> bool:
         pieces += [(a, joint.start()), (nxt, b)]
 
 
-def fix_wall(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_wall(ctx: Context, f: Finding) -> bool:
     """Split an over-long paragraph at sentence ends into parts within the limit."""
     rule = ctx.rules.get("hs-wall-of-text")
     found = flagged_block(ctx, f)
@@ -211,9 +211,9 @@ def fix_wall(ctx: Context, f: dict[str, Any]) -> bool:
     return changed
 
 
-def fix_dashes(ctx: Context, f: dict[str, Any]) -> bool:
+def fix_dashes(ctx: Context, f: Finding) -> bool:
     changed = False
-    for block in _blocks_in(ctx, f.get("section")):
+    for block in _blocks_in(ctx, f.section):
         for match in DASH_RE.finditer(block.prose):
             changed |= replace(ctx, block, match.start(), match.end(), ", ")
     return changed
@@ -240,7 +240,7 @@ EVERY_USE: frozenset[Fixer] = frozenset({fix_term, fix_acronym, fix_term_order})
 """Fixers that act on every use of the finding's term, wherever the finding sits."""
 
 
-def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[str, int, int]:
+def apply(text: str, flagged: list[Finding], instructions: str) -> tuple[str, int, int]:
     """Apply every fixable finding; returns (new text, fixed count, left count)."""
     doc = doc_from_text(text)
     view = parse_prose(text, doc.lines)
@@ -251,10 +251,10 @@ def apply(text: str, flagged: list[dict[str, Any]], instructions: str) -> tuple[
     ctx = Context(doc, view, parse_house_style(instructions), lexicon, edits)
     fixed = left = 0
     for finding in flagged:
-        rule = finding.get("rule", "")
+        rule = finding.rule
         fixer = FIXERS.get(rule)
         if fixer in EVERY_USE:
-            key = (rule, (finding.get("quote") or "").strip().lower())
+            key = (rule, (finding.quote or "").strip().lower())
             if key not in ctx.done:
                 ctx.done[key] = fixer is not None and fixer(ctx, finding)
             done = ctx.done[key]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.formats.design_doc import DesignDoc
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import Block, ProseView
 from pipeline.offline import acronyms
 from pipeline.offline.edits import EditSet
@@ -30,7 +30,7 @@ class Context:
     all, so many findings of one term cost one pass over the document."""
 
 
-Fixer = Callable[[Context, dict[str, Any]], bool]
+Fixer = Callable[[Context, Finding], bool]
 
 
 def replace(ctx: Context, block: Block, start: int, end: int, text: str) -> bool:
@@ -48,9 +48,9 @@ def may_capitalise(text: str, at: int) -> bool:
     return first == first.upper() or bool(PLAIN_WORD_RE.match(text, at))
 
 
-def flagged_block(ctx: Context, f: dict[str, Any]) -> tuple[Block, int] | None:
+def flagged_block(ctx: Context, f: Finding) -> tuple[Block, int] | None:
     """The block and offset where a finding's quote sits on its line."""
-    line, quote = f.get("line"), (f.get("quote") or "").strip()
+    line, quote = f.line, (f.quote or "").strip()
     if not isinstance(line, int) or not quote:
         return None
     for block in ctx.view.blocks:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_ai.messages import ToolCallPart
 
@@ -36,6 +36,15 @@ class Unreadable(EngineError):
 
 
 UNREADABLE_RULE = "unreadable-input"
+T = TypeVar("T")
+
+
+def required(value: T | None, name: str) -> T:
+    """A params value the role's schema requires (params/spawn.toml): the spawn checked it is
+    there, so its absence here is an engine error, never a guess."""
+    if value is None:
+        raise EngineError(f"the params file has no {name}")
+    return value
 
 
 def call_id(tool: str, args: dict[str, Any]) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from pipeline.formats.plan import parse_plan_file
 from pipeline.formats.research_log import Decision
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.textio import decode
-from pipeline.offline.observe import Observations, Unreadable
+from pipeline.offline.observe import Observations, Unreadable, required
 from pipeline.offline.pages import failed, read_whole
 from pipeline.offline.text import containment, content_words
 
@@ -23,13 +23,11 @@ MATCH = 0.6
 TRACK_RE = re.compile(r"track-[\w-]+\.md$")
 
 
-def referenced_sections(
-    params: dict[str, Any], obs: Observations, design_name: str = "design.md"
-) -> list[str]:
+def referenced_sections(params: SpawnParams, obs: Observations, design_name: str = "design.md") -> list[str]:
     """The design sections the plan and the track files reference, in order, once each."""
-    paths: list[str] = [params["plan_path"]] if params.get("plan_path") else []
-    if params.get("plan_dir"):
-        base = params["plan_dir"].rstrip("/")
+    paths: list[str] = [required(params.plan_path, "plan_path")] if params.plan_path else []
+    if params.plan_dir:
+        base = required(params.plan_dir, "plan_dir").rstrip("/")
         listing = obs.call("read", path=base)
         names = sorted(n for n in listing.splitlines() if TRACK_RE.match(n)) if not failed(listing) else []
         paths += [f"{base}/{n}" for n in names]

@@ -11,10 +11,10 @@ blanked, so offsets map back to an exact line and column.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
+from pipeline.formats.findings import Finding
 from pipeline.formats.prose import MASK, Block, ProseView
-from pipeline.offline.text import lexicon
+from pipeline.offline.text import lexicon, review_finding
 
 BLANK = "·"
 
@@ -36,13 +36,13 @@ def _wanted(path: str) -> bool:
     return any(path == p or path.startswith(p + ".") for p in lexicon().proselint_checks)
 
 
-def lint(view: ProseView, blocks: list[Block]) -> list[dict[str, Any]]:
+def lint(view: ProseView, blocks: list[Block]) -> list[Finding]:
     if not _ready():
         return []
     from proselint.config import DEFAULT
     from proselint.tools import LintFile
 
-    out: list[dict[str, Any]] = []
+    out: list[Finding] = []
     for block in blocks:
         text = block.prose.replace(MASK, BLANK)
         if not text.strip(" \n" + BLANK):
@@ -61,15 +61,14 @@ def lint(view: ProseView, blocks: list[Block]) -> list[dict[str, Any]]:
             line = block.line_at(start + len(block.text[start:end]) - len(block.text[start:end].lstrip()))
             fix = f"consider '{check.replacements}'" if check.replacements else check.message
             out.append(
-                {
-                    "severity": "suggestion",
-                    "section": view.section_at(line),
-                    "line": line,
-                    "quote": quote,
-                    "rule": f"proselint/{check.check_path}",
-                    "message": check.message,
-                    "suggested_fix": fix,
-                    "decision_shaped": False,
-                }
+                review_finding(
+                    f"proselint/{check.check_path}",
+                    check.message,
+                    fix,
+                    severity="suggestion",
+                    section=view.section_at(line),
+                    line=line,
+                    quote=quote,
+                )
             )
     return out

@@ -7,16 +7,15 @@ are listed in the finding's message, so one acronym used forty times is one find
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from pipeline.formats.findings import SEVERITY_ORDER, also_note
+from pipeline.formats.findings import SEVERITY_ORDER, Finding, Severity, also_note
 from pipeline.offline.text import review_finding
 
 
 class Report:
     def __init__(self, section_at: Callable[[int], str | None]) -> None:
         self.section_at = section_at
-        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.items: dict[tuple[str, str], Finding] = {}
         self.also: dict[tuple[str, str], list[int]] = {}
 
     def __contains__(self, key: tuple[str, str]) -> bool:
@@ -26,7 +25,7 @@ class Report:
         self,
         rule: str,
         subject: str,
-        severity: str,
+        severity: Severity,
         line: int,
         quote: str,
         message: str,
@@ -36,10 +35,10 @@ class Report:
         key = (rule, subject)
         first = self.items.get(key)
         if first is not None:
-            if line != first["line"] and line not in self.also[key]:
+            if line != first.line and line not in self.also[key]:
                 self.also[key].append(line)
-            if SEVERITY_ORDER[severity] < SEVERITY_ORDER[first["severity"]]:
-                first["severity"] = severity
+            if SEVERITY_ORDER[severity] < SEVERITY_ORDER[first.severity]:
+                self.items[key] = first.model_copy(update={"severity": severity})
             return
         self.items[key] = review_finding(
             rule,
@@ -56,14 +55,12 @@ class Report:
     def also_at(self, rule: str, subject: str, line: int) -> None:
         """Another place of a subject already reported (nothing happens when it is not)."""
         key = (rule, subject)
-        if key in self.items and line != self.items[key]["line"] and line not in self.also[key]:
+        if key in self.items and line != self.items[key].line and line not in self.also[key]:
             self.also[key].append(line)
 
-    def findings(self) -> list[dict[str, Any]]:
+    def findings(self) -> list[Finding]:
         out = []
         for key, item in self.items.items():
             also = self.also[key]
-            if also:
-                item["message"] += also_note(also)
-            out.append(item)
-        return sorted(out, key=lambda f: (f["line"] or 0, f["rule"]))
+            out.append(item.model_copy(update={"message": item.message + also_note(also)}) if also else item)
+        return sorted(out, key=lambda f: (f.line or 0, f.rule))

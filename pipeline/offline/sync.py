@@ -14,14 +14,16 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any
 
+from pipeline.formats.contracts import AuthorOutput
 from pipeline.formats.design_doc import OVERVIEW
 from pipeline.formats.edits import add_section, find_section, join, parse, remove_section, rename_section
+from pipeline.formats.findings import Finding
 from pipeline.formats.refs import footer_line, rename_in_design
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.sync_delta import SectionDelta, design_view, mechanics_sections, view_changed
 from pipeline.offline.edit_io import read, write_edits
-from pipeline.offline.observe import Observations
+from pipeline.offline.observe import Observations, required
 from pipeline.offline.text import sentences
 
 DOC = Path("design.md")
@@ -114,7 +116,7 @@ def new_section(name: str, body: str) -> list[str]:
 
 
 def distill(
-    design: str, mechanics: str, baseline: str, flagged: list[dict[str, Any]]
+    design: str, mechanics: str, baseline: str, flagged: list[Finding]
 ) -> tuple[str, list[str], list[str]]:
     """design.md after following each flagged delta; (text, done, left for judgement)."""
     old, new = mechanics_sections(baseline, DOC), mechanics_sections(mechanics, DOC)
@@ -122,10 +124,10 @@ def distill(
     done: list[str] = []
     left: list[str] = []
     for finding in flagged:
-        rule, name = finding.get("rule", ""), str(finding.get("section") or "")
+        rule, name = finding.rule, str(finding.section or "")
         before = design
         if rule == "sync-renamed":
-            old_name = str(finding.get("quote") or "")
+            old_name = str(finding.quote or "")
             doc = parse(design, DOC)
             if find_section(doc, old_name) is not None and find_section(doc, name) is None:
                 design = rename_section(design, DOC, old_name, name)
@@ -142,7 +144,7 @@ def distill(
                 )
                 design = add_section(design, DOC, name, new_section(name, new.get(name, "")), after)
         elif rule == "sync-changed":
-            old_name = str(finding.get("quote") or name)
+            old_name = str(finding.quote or name)
             delta = SectionDelta("changed", name, None, old.get(old_name, ""), new.get(name, ""))
             if view_changed(delta, DOC):
                 design, _ = follow(
@@ -155,16 +157,16 @@ def distill(
     return join(design.split("\n")), done, left
 
 
-def run(params: dict[str, Any], obs: Observations) -> dict[str, Any]:
-    output = params["output_path"]
-    flagged = [f for f in params.get("flagged_passages") or [] if str(f.get("rule", "")).startswith("sync-")]
+def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
+    output = required(params.output_path, "output_path")
+    flagged = [f for f in params.flagged_passages or [] if f.rule.startswith("sync-")]
     design = read(obs, output)
-    mechanics = read(obs, params["design_mechanics_path"])
-    baseline_path = next((f.get("suggested_fix") for f in flagged if f.get("suggested_fix")), None)
+    mechanics = read(obs, required(params.design_mechanics_path, "design_mechanics_path"))
+    baseline_path = next((f.suggested_fix for f in flagged if f.suggested_fix), None)
     baseline = read(obs, baseline_path) if baseline_path else ""
     text, done, left = distill(design, mechanics, baseline, flagged)
     write_edits(obs, output, design, text)
     summary = f"Distilled {len(done)} companion change(s) into design.md"
     if left:
         summary += f"; {len(left)} need judgement: " + "; ".join(left)
-    return {"summary": summary + ".", "output_path": output}
+    return AuthorOutput(summary=summary + ".", output_path=output)

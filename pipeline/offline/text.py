@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 from pipeline.formats.design_doc import DesignDoc, parse_design
+from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.textio import decode
 from pipeline.settings import data_dir, load_toml
 
@@ -73,29 +74,23 @@ def review_finding(
     message: str,
     fix: str,
     *,
-    severity: str = "should-fix",
+    severity: Severity = "should-fix",
     section: str | None = None,
     quote: str | None = None,
     decision_shaped: bool = False,
     line: int | None = None,
-) -> dict[str, Any]:
+) -> Finding:
     """One finding in the review output contract (docs/formats.md §9)."""
-    return {
-        "severity": severity,
-        "section": section,
-        "line": line,
-        "quote": quote,
-        "rule": rule,
-        "message": message,
-        "suggested_fix": fix,
-        "decision_shaped": decision_shaped,
-    }
-
-
-def verdict_of(findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """The review output: NEEDS REVISION exactly when a blocker or should-fix is present."""
-    blocking = any(f["severity"] in ("blocker", "should-fix") for f in findings)
-    return {"verdict": "NEEDS REVISION" if blocking else "PASS", "findings": findings}
+    return Finding(
+        severity=severity,
+        section=section,
+        line=line,
+        quote=quote,
+        rule=rule,
+        message=message,
+        suggested_fix=fix,
+        decision_shaped=decision_shaped,
+    )
 
 
 def doc_from_text(text: str, name: str = "design.md") -> DesignDoc:

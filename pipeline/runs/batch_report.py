@@ -11,9 +11,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
+from pipeline.runs.batch_record import RowRecord
 from pipeline.runs.report import STYLE, md_table
+from pipeline.runs.views import RunView
 
 HEAD = ["directory", "action", "outcome", "rounds", "spawns", "tokens", "cost (USD)", "report"]
 
@@ -43,20 +44,30 @@ class BatchLine:
         ]
 
 
-def line_for(row: dict[str, Any], view: Any | None, link: str | None) -> BatchLine:
+def line_for(row: RowRecord, view: RunView | None, link: str | None) -> BatchLine:
     """A directory's row: the record's figures, the outcome as the run's events now tell it."""
-    outcome = row.get("outcome") or row.get("action") or "-"
-    if view is not None:
-        outcome = view.outcome or view.state
+    if view is None:
+        outcome = row.outcome or row.action or "-"
+        return BatchLine(
+            row.directory,
+            row.action,
+            row.run_id,
+            outcome,
+            row.rounds,
+            row.spawns,
+            row.tokens,
+            row.cost_usd,
+            link,
+        )
     return BatchLine(
-        str(row.get("directory", "?")),
-        str(row.get("action", "?")),
-        row.get("run_id"),
-        str(outcome),
-        int(view.round if view is not None else row.get("rounds") or 0),
-        len(view.spawns) if view is not None else int(row.get("spawns") or 0),
-        int(view.tokens if view is not None else row.get("tokens") or 0),
-        Decimal(str(view.cost if view is not None else row.get("cost_usd") or 0)),
+        row.directory,
+        row.action,
+        row.run_id,
+        view.outcome or view.state,
+        view.round,
+        len(view.spawns),
+        view.tokens,
+        view.cost,
         link,
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import open_design_dir
+from pipeline.runs.events import Discarded, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.runs.lock import RunLocked, holder_for
 from pipeline.runs.records import locate
@@ -52,8 +53,8 @@ def discard(store: RunStore, run_id: str) -> RunView:
         ) from None
     try:
         design = open_design_dir(directory)
-        emit(store, run_dir, "wrote", files=file_digests(design, written_files(design, record.kind)))
-        emit(store, run_dir, "discarded", message="discarded: it is never resumed")
+        emit(store, run_dir, Wrote(files=file_digests(design, written_files(design, record.kind))))
+        emit(store, run_dir, Discarded(message="discarded: it is never resumed"))
     finally:
         lock.release()
     return view

@@ -43,7 +43,7 @@ from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import CREATION_KINDS, PHASE1
+from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
 
 BIG = 4 * 2**20
 CHUNK = 2**20
@@ -107,7 +107,7 @@ def _hash(entries: Iterable[tuple[str, object]]) -> str:
     return h.hexdigest()
 
 
-def input_files(design: DesignDir, kind: str) -> list[Path]:
+def input_files(design: DesignDir, kind: Kind) -> list[Path]:
     files = [design.research_log, design.plan, design.root / "designloop.toml"]
     if design.plan_dir.is_dir():
         files += sorted(p for p in design.plan_dir.rglob("*.md"))
@@ -116,7 +116,7 @@ def input_files(design: DesignDir, kind: str) -> list[Path]:
     return files
 
 
-def output_files(design: DesignDir, kind: str) -> list[Path]:
+def output_files(design: DesignDir, kind: Kind) -> list[Path]:
     if kind == PHASE1:
         return [design.design, design.mechanics]
     return [design.final, design.final_mechanics]
@@ -148,7 +148,12 @@ class Fingerprints:
         return self._workflow[repo_root]
 
     def inputs(
-        self, design: DesignDir, kind: str, models: dict[str, str], servers: dict[str, str], code: bool = True
+        self,
+        design: DesignDir,
+        kind: Kind,
+        models: dict[str, str],
+        servers: dict[str, str],
+        code: bool = True,
     ) -> str:
         """``models``: each role's model; ``servers``: each model's server (agents.session.servers).
         Without ``code``: everything but the code (``batch --stale-only`` lets the claims
@@ -169,11 +174,11 @@ class Fingerprints:
         return _hash(parts)
 
 
-def outputs_digest(design: DesignDir, kind: str) -> str:
+def outputs_digest(design: DesignDir, kind: Kind) -> str:
     return _hash(_files(output_files(design, kind), design.root))
 
 
-def written_files(design: DesignDir, kind: str) -> list[Path]:
+def written_files(design: DesignDir, kind: Kind) -> list[Path]:
     """The documents a run of ``kind`` writes: a creation kind's outputs, or (an interactive
     edit) design.md and its companion."""
     if kind in CREATION_KINDS:

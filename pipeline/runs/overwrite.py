@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import CREATION_KINDS, PHASE1
+from pipeline.formats.kinds import CREATION_KINDS, PHASE1, CreationKind
 from pipeline.formats.review_log import LogEntry, parse_entries
 from pipeline.runs.fingerprint import output_files
 from pipeline.runs.records import portable
@@ -75,7 +75,7 @@ def _from_runs(store: RunStore, directory: str, rel: str) -> tuple[str | None, s
     return None
 
 
-def later_work(design: DesignDir, kind: str, store: RunStore) -> Overwrite:
+def later_work(design: DesignDir, kind: CreationKind, store: RunStore) -> Overwrite:
     """What a ``kind`` creation run on ``design`` would overwrite (empty: nothing)."""
     found = Overwrite()
     entries = parse_entries(design.mutations)

@@ -2,7 +2,7 @@
 
 Everything lives in the schema ``designloop`` of the database named: LangGraph's PostgreSQL
 saver's tables (checkpoints, blobs, writes, migrations), the queue's tables
-(``pipeline.graph.worker``), and designloop's own:
+(``pipeline.fleet.worker``), and designloop's own:
 
 * ``runs``: one row per run: its record (run.json) and the design directory it works on;
 * ``run_files``: the run directory's other files (before-snapshots, summary.md);
@@ -34,13 +34,16 @@ from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
-from pipeline.runs.events import EVENTS, read_events
+from pipeline.runs.batch_record import BatchRecord, parse_batch
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.event_log import EVENTS, Listener, read_events
+from pipeline.runs.events import Finished, Paused, Stopped, parse_event
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
 
 SCHEMA = "designloop"
-FILES_AT = frozenset({"outcome", "paused", "stopped"})
+FILES_AT = (Finished, Paused, Stopped)
 """Events after which the run directory's files are copied to the store (summary.md is new)."""
 TABLES = (
     f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}",
@@ -190,7 +193,8 @@ class PgStore:
             )
             for event in events:
                 db.execute(
-                    "INSERT INTO events (run_id, event) VALUES (%s, %s)", (record["run_id"], Jsonb(event))
+                    "INSERT INTO events (run_id, event) VALUES (%s, %s)",
+                    (record["run_id"], Jsonb(event.model_dump(mode="json"))),
                 )
             self._put_files(db, run_dir)
 
@@ -205,14 +209,17 @@ class PgStore:
                 (run_dir.name, name, path.read_bytes()),
             )
 
-    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+    def publish(self, run_dir: Path) -> Listener | None:
         run_id = run_dir.name
 
-        def listener(event: dict[str, Any]) -> None:
+        def listener(event: BaseEvent) -> None:
             with self.db() as db, db.transaction():
-                if event.get("type") in FILES_AT:
+                if isinstance(event, FILES_AT):
                     self._put_files(db, run_dir)
-                db.execute("INSERT INTO events (run_id, event) VALUES (%s, %s)", (run_id, Jsonb(event)))
+                db.execute(
+                    "INSERT INTO events (run_id, event) VALUES (%s, %s)",
+                    (run_id, Jsonb(event.model_dump(mode="json"))),
+                )
 
         return listener
 
@@ -240,7 +247,14 @@ class PgStore:
 
     def _view(self, db: psycopg.Connection[Any], run_id: str, directory: str) -> RunView:
         view = RunView(run_id)
-        for event in self._events(db, run_id):
+        for number, data in enumerate(self._events(db, run_id), start=1):
+            try:
+                event = parse_event(data)
+            except ValidationError as exc:
+                raise InputError(
+                    f"event {number} of run {run_id} in {self.url} is damaged: {exc.errors()[0]['msg']}",
+                    hint="the run cannot be shown; delete that row of the events table, or the run",
+                ) from None
             apply(view, event)
         return settle(
             view, self.lock(Path(directory), directory).holder() if view.state == "running" else None
@@ -293,7 +307,7 @@ class PgStore:
                 (batch_id, Jsonb(data)),
             )
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         with self.db() as db:
             if batch_id is None:
                 row = db.execute(
@@ -306,5 +320,4 @@ class PgStore:
                 f"no batch {batch_id or 'yet'} in {self.url}",
                 hint="run one with designloop batch or designloop enqueue",
             )
-        data: dict[str, Any] = row[0]
-        return data
+        return parse_batch(row[0], str(self.url))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pipeline.errors import InputError
 from pipeline.formats.database import check_database
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.kinds import PHASE1, PHASE4
+from pipeline.formats.kinds import PHASE1, PHASE4, Kind
 from pipeline.formats.plan import check_episodes, load_plan_file, load_tracks
 from pipeline.formats.research_log import ResearchLog, load_research_log
 from pipeline.formats.review_log import parse_entries
@@ -94,12 +95,14 @@ def _text(path: Path, what: str) -> None:
         read_text(path, what=what)
 
 
-REVIEW = "review"
+REVIEW: Literal["review"] = "review"
+"""What the one-off ``review`` command reads and writes (no run kind of its own)."""
+CheckedAs = Kind | Literal["review"]
 """The kind ``designloop review`` checks its links as: it writes params files and, for the
 adversarial review, the research log."""
 
 
-def outputs(design: DesignDir, kind: str) -> list[Path]:
+def outputs(design: DesignDir, kind: CheckedAs) -> list[Path]:
     """The files a run of ``kind`` may write in the design directory."""
     if kind == PHASE1:
         return [design.design, design.mechanics, design.mutations, design.research_log]
@@ -120,7 +123,7 @@ def _inside(path: Path, design: DesignDir, what: str) -> None:
         )
 
 
-def check_links(design: DesignDir, kind: str) -> None:
+def check_links(design: DesignDir, kind: CheckedAs) -> None:
     """No read and no write of a run goes through a link out of the repository, and no file a run
     may write is a link at all (formats.textio.check_write_target; docs/formats.md, "Links")."""
     for directory in (design.workflow, design.reviews, design.plan_dir):
@@ -154,7 +157,7 @@ def require_decisions(log: ResearchLog) -> None:
         )
 
 
-def check_inputs(design: DesignDir, kind: str) -> None:
+def check_inputs(design: DesignDir, kind: CheckedAs) -> None:
     """Every file a run of ``kind`` reads, read and parsed as the run will (UTF-8, no NUL byte,
     the formats of docs/formats.md): the log, the designs, the plan, every track file and the
     review log. ``estimate`` runs exactly this."""
@@ -189,7 +192,7 @@ def check_inputs(design: DesignDir, kind: str) -> None:
     parse_entries(design.mutations)  # a malformed review log is found now, not after the run
 
 
-def check_design_dir(design: DesignDir, kind: str) -> None:
+def check_design_dir(design: DesignDir, kind: CheckedAs) -> None:
     """What a run reads and writes in the design directory, checked up front."""
     check_links(design, kind)
     writable_dir(design.workflow, "_workflow/", "make the design directory's _workflow/ writable")

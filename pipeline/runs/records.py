@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.errors import InputError
 from pipeline.formats.edit_request import EditRequest
+from pipeline.formats.kinds import Kind
 from pipeline.formats.textio import atomic_write
 
 RUN_FORMAT = 2
@@ -44,7 +45,7 @@ class RunRecord(BaseModel):
 
     format: int = RUN_FORMAT
     run_id: str
-    kind: str
+    kind: Kind
     directory: str
     """The design directory, relative to the repository root (absolute in records written before
     paths were portable: such a run resumes only where it started)."""

@@ -8,21 +8,29 @@ The chart is inline SVG, so the page opens anywhere without a network.
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.formats.findings import Finding
-from pipeline.runs.events import read_events
+from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
+from pipeline.runs.event_log import read_events
+from pipeline.runs.events import Finished, RoundStarted, Settled, Spawned
 
 SEVERITIES = ("blocker", "should-fix", "suggestion")
 COLOURS = {"blocker": "#c0392b", "should-fix": "#e67e22", "suggestion": "#95a5a6"}
-CHECKS_WITH_FINDINGS = ("mechanical", "dual-clean", "comprehension")
+
+
+class RecordHead(BaseModel):
+    """What a report needs of run.json (of any format: a report reads old runs too)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str = "?"
+    directory: str = "?"
 
 
 @dataclass(slots=True)
@@ -42,7 +50,7 @@ class RunReport:
     rounds: int = 0
     findings: dict[int, list[Finding]] = field(default_factory=lambda: defaultdict(list))
     settled: dict[int, list[str]] = field(default_factory=dict)
-    spawns: list[dict[str, Any]] = field(default_factory=list)
+    spawns: list[Spawned] = field(default_factory=list)
     roles: dict[str, RoleCost] = field(default_factory=lambda: defaultdict(RoleCost))
     diff: str = ""
     entry: str = ""
@@ -70,33 +78,28 @@ def load_report(run_dir: Path) -> RunReport:
     report = RunReport(run_dir.name)
     record_path = run_dir / "run.json"
     if record_path.is_file():
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        report.kind, report.directory = record.get("kind", "?"), record.get("directory", "?")
+        try:
+            head = RecordHead.model_validate_json(record_path.read_bytes())
+        except ValidationError:
+            head = RecordHead()
+        report.kind, report.directory = head.kind, head.directory
     for event in read_events(run_dir):
-        kind = event.get("type")
-        if kind == "round":
-            report.rounds = max(report.rounds, int(event.get("round", 0)))
-        elif kind == "spawn":
-            report.spawns.append(event)
-            role = report.roles[str(event.get("role"))]
-            role.spawns += 1
-            role.tokens += int(event.get("tokens", 0))
-            role.cost += Decimal(str(event.get("cost_usd") or 0))
-            role.cached += int(event.get("cache_hits", 0))
-        elif (
-            kind == "check"
-            and event.get("check") in CHECKS_WITH_FINDINGS
-            and isinstance(event.get("found"), list)
-        ):
-            for raw in event["found"]:
-                try:
-                    report.findings[int(event.get("round", 0))].append(Finding.model_validate(raw))
-                except ValidationError:
-                    continue
-        elif kind == "settled":
-            report.settled[int(event.get("round", 0))] = list(event.get("sections", []))
-        elif kind == "outcome":
-            report.outcome = str(event.get("outcome"))
+        match event:
+            case RoundStarted():
+                report.rounds = max(report.rounds, event.round)
+            case Spawned():
+                report.spawns.append(event)
+                role = report.roles[event.role]
+                role.spawns += 1
+                role.tokens += event.tokens
+                role.cost += event.cost_usd
+                role.cached += event.cache_hits
+            case MechanicalCheck() | DualCleanCheck() | ComprehensionCheck():
+                report.findings[event.round] += event.found
+            case Settled():
+                report.settled[event.round] = list(event.sections)
+            case Finished():
+                report.outcome = event.outcome
     summary = run_dir / "summary.md"
     if summary.is_file():
         report.diff, report.entry = _summary_parts(summary.read_text(encoding="utf-8"))
@@ -150,13 +153,13 @@ def _rows(report: RunReport) -> tuple[list[list[str]], list[list[str]], list[lis
     ]
     spawns = [
         [
-            str(s.get("round")),
-            str(s.get("role")),
-            f"{s['slice'][0]}-{s['slice'][1]}" if s.get("slice") else "",
-            str(s.get("status")),
-            str(s.get("findings", 0)),
-            str(s.get("tokens", 0)),
-            str(s.get("cache_hits", 0)),
+            str(s.round),
+            s.role,
+            f"{s.slice[0]}-{s.slice[1]}" if s.slice else "",
+            s.status,
+            str(s.findings),
+            str(s.tokens),
+            str(s.cache_hits),
         ]
         for s in report.spawns
     ]

@@ -1,5 +1,7 @@
-"""Starting a run (validate the inputs, write run.json and the before-snapshot) and loading
-one to resume it. The design directory is opened once per process and handed on."""
+"""Starting a run (every input checked first, then run.json, the before-snapshot and the first
+event, all at once) and loading one to resume it. One start for every kind: ``plan_run`` checks
+a creation run, ``plan_edit`` an interactive edit (validated whole, its stale quote settled),
+and ``start_run`` starts either. The design directory is opened once per process and handed on."""
 
 from __future__ import annotations
 
@@ -13,11 +15,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pipeline.agents.session import Session, SessionOptions, check_models, open_session
+from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.edit_ops import plan_edit as plan_operation
+from pipeline.formats.edit_plan import EditPlan, read_live
+from pipeline.formats.edit_request import Choice, EditRequest
+from pipeline.formats.kinds import CREATION_KINDS, MECHANICS_EDIT, PHASE1, PHASE4, CreationKind, Kind
+from pipeline.formats.review_log import parse_entries
 from pipeline.formats.space import space_error
-from pipeline.formats.textio import atomic_write_bytes
-from pipeline.runs.events import EventLog
+from pipeline.formats.staleness import StaleQuestion, detect, resolve
+from pipeline.formats.stamp import stamp_line
+from pipeline.runs.event_log import EventLog
+from pipeline.runs.events import RunStarted
 from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,
@@ -28,7 +37,11 @@ from pipeline.runs.records import (
     read_record,
     write_record,
 )
+from pipeline.runs.snapshot import take_snapshot
 from pipeline.settings import make_runs_dir
+
+PLACEHOLDER_STAMP = stamp_line("0" * 40)
+Chooser = Callable[[StaleQuestion], Choice]
 
 
 @dataclass(slots=True)
@@ -45,12 +58,6 @@ class OpenRun:
         return self.record.run_id
 
 
-BEFORE = "before.md"
-"""The run's draft as it was before the run (absent: there was none)."""
-BEFORE_COMPANION = "before-companion.md"
-"""The companion the run may rewrite, as it was before the run."""
-
-
 def stored_url(url: str | None) -> str | None:
     """The base URL as the run record keeps it: one that carries credentials is not kept
     (a resumed run then takes the server from OPENAI_BASE_URL)."""
@@ -60,9 +67,11 @@ def stored_url(url: str | None) -> str | None:
     return None if parts.username or parts.password else url
 
 
-def new_run_id(kind: str) -> str:
+def new_run_id(kind: Kind) -> str:
+    """``<UTC time>-<p1, p4 or the edit's kind>-<random>``: sorted by name, runs sort by start."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{'p1' if kind == PHASE1 else 'p4'}-{secrets.token_hex(3)}"
+    label = "p1" if kind == PHASE1 else "p4" if kind == PHASE4 else kind
+    return f"{stamp}-{label}-{secrets.token_hex(3)}"
 
 
 @dataclass(slots=True)
@@ -70,13 +79,16 @@ class RunPlan:
     """A run checked and ready to start: nothing of it is on disk yet."""
 
     run_id: str
-    kind: str
+    kind: Kind
     design: DesignDir
     target: Path
+    """The document the run writes (an edit: design.md, or the companion for mechanics-edit)."""
     session: Session
     options: SessionOptions
     warmup: bool
     fail_on: FailOn = "blocker"
+    edit: EditRequest | None = None
+    """An interactive kind's change, validated whole."""
     inputs: str | None = None
     """The fingerprint of the inputs, when the caller took one (a batch does)."""
     design_inputs: str | None = None
@@ -85,28 +97,70 @@ class RunPlan:
     """Why the run overwrites later work (it was started with --force anyway)."""
 
 
+def _session(design: DesignDir, kind: Kind, options: SessionOptions) -> Session:
+    """The run's session, with everything it will read and write checked."""
+    session = open_session(design.repo_root, options)
+    check_models(session.runtime)
+    check_design_dir(design, kind)
+    check_runs_dir(session.runs_dir)
+    check_run_space(design, session.runs_dir)
+    return session
+
+
 def plan_run(
-    kind: str,
+    kind: CreationKind,
     directory: Path,
     options: SessionOptions,
     warmup: bool,
     code_root: Path | None = None,
     fail_on: FailOn = "blocker",
 ) -> RunPlan:
-    """Check everything a run will read and write; write nothing."""
+    """Check everything a creation run will read and write; write nothing."""
     design = open_design_dir(directory, code_root)
-    session = open_session(design.repo_root, options)
-    check_models(session.runtime)
-    check_design_dir(design, kind)
-    check_runs_dir(session.runs_dir)
-    check_run_space(design, session.runs_dir)
+    session = _session(design, kind, options)
     target = design.design if kind == PHASE1 else design.final
     return RunPlan(new_run_id(kind), kind, design, target, session, options, warmup, fail_on)
 
 
+def settle(req: EditRequest, d: DesignDir, choose: Chooser | None) -> EditRequest:
+    """Ask the staleness question when the edit's quote is stale (formats.staleness)."""
+    question = detect(req, d, read_live)
+    if question is None:
+        return req
+    if choose is None:
+        raise InputError(
+            question.text(),
+            file=d.mechanics,
+            hint="answer with --stale-choice a|b|c (run on a terminal to be asked)",
+        )
+    return resolve(req, question, choose(question))
+
+
+def plan_edit(
+    req: EditRequest,
+    directory: Path,
+    options: SessionOptions,
+    choose: Chooser | None = None,
+    run_id: str | None = None,
+) -> RunPlan:
+    """Validate the edit whole (a malformed one exits 2 and changes nothing) and check
+    everything its run will read and write; write nothing."""
+    design = open_design_dir(directory)
+    req.validate_form()
+    parse_entries(design.mutations)  # a malformed review log is refused before anything else
+    req = settle(req, design, choose)
+    plan_operation(req.model_copy(), design, EditPlan(read_live), PLACEHOLDER_STAMP)
+    session = _session(design, req.kind, options)
+    target = design.mechanics if req.kind == MECHANICS_EDIT else design.design
+    return RunPlan(
+        run_id or new_run_id(req.kind), req.kind, design, target, session, options, False, req.fail_on, req
+    )
+
+
 def start_run(plan: RunPlan) -> OpenRun:
-    """Write run.json, the before-snapshot and the first event. The run directory appears whole
-    (it is written under a temporary name and renamed), so a kill never leaves half a run."""
+    """Write run.json, the before-snapshot (runs.snapshot) and the first event. The run
+    directory appears whole (it is written under a temporary name and renamed), so a kill never
+    leaves half a run."""
     design, session, options = plan.design, plan.session, plan.options
     record = RunRecord(
         run_id=plan.run_id,
@@ -127,24 +181,22 @@ def start_run(plan: RunPlan) -> OpenRun:
         ),
         models=session.runtime.model_specs,
         draft=design.rel(plan.target),
+        edit=plan.edit,
         repo_root=str(design.repo_root),
         inputs=plan.inputs,
         design_inputs=plan.design_inputs,
         overwrote=list(plan.overwrite),
     )
     run_dir = session.runs_dir / plan.run_id
-    # What the run may overwrite, byte for byte: the draft, and the companion it may rewrite.
-    companion = design.mechanics if plan.kind == PHASE1 else design.final_mechanics
 
     def fill(partial: Path) -> None:
-        for source, name in ((plan.target, BEFORE), (companion, BEFORE_COMPANION)):
-            if source.is_file():
-                atomic_write_bytes(partial / name, source.read_bytes())
-                if plan.overwrite:
-                    record.kept[design.rel(source)] = design.rel(run_dir / name)
+        kept = take_snapshot(design, partial, plan.kind)
+        if plan.overwrite and plan.kind in CREATION_KINDS:  # what it overwrites, byte for byte
+            for source, copy in kept.items():
+                record.kept[design.rel(source)] = design.rel(run_dir / copy.relative_to(partial))
         write_record(partial, record)
         EventLog(partial).emit(
-            "run_start", run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs
+            RunStarted(run_kind=plan.kind, directory=record.directory, models=session.runtime.model_specs)
         )
 
     appear_whole(run_dir, fill)
@@ -171,18 +223,6 @@ def appear_whole(run_dir: Path, fill: Callable[[Path], None]) -> None:
         if full is not None:
             raise full from None
         raise
-
-
-def prepare_run(
-    kind: str,
-    directory: Path,
-    options: SessionOptions,
-    warmup: bool,
-    code_root: Path | None = None,
-    fail_on: FailOn = "blocker",
-) -> OpenRun:
-    """Check the inputs, then write run.json and the before-snapshot."""
-    return start_run(plan_run(kind, directory, options, warmup, code_root, fail_on))
 
 
 def resume_options(
@@ -228,11 +268,7 @@ def load_run(
     options = resume_options(record, run_dir, budget_tokens, max_cost)
     _, directory, code_root = locate(record, run_dir, repo)
     design = open_design_dir(directory, code_root)
-    session = open_session(design.repo_root, options)
-    check_models(session.runtime)
-    check_design_dir(design, record.kind)
-    check_runs_dir(session.runs_dir)
-    check_run_space(design, session.runs_dir)
+    session = _session(design, record.kind, options)
     if max_requests is not None:  # kept, so a later resume goes on with the raised limit
         write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)

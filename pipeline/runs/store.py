@@ -26,7 +26,9 @@ from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
-from pipeline.runs.events import EVENTS
+from pipeline.runs.batch_record import BatchRecord, parse_batch
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord
@@ -61,7 +63,7 @@ class RunStore(Protocol):
     def cache(self) -> RequestCache | None:
         """The model-call cache shared by every run, or None for each session's own local one."""
 
-    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+    def publish(self, run_dir: Path) -> Listener | None:
         """A listener that copies a run's events (and its files at the finish) into the store."""
 
     def register(self, run_dir: Path) -> None:
@@ -86,7 +88,7 @@ class RunStore(Protocol):
     def save_batch(self, batch_id: str, data: dict[str, Any]) -> None:
         """Keep a batch's record (its directories and their runs) for ``report --batch``."""
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         """A batch's record; the latest batch when no id is given."""
 
     def close(self) -> None:
@@ -166,7 +168,7 @@ class LocalStore:
     def cache(self) -> RequestCache | None:
         return None
 
-    def publish(self, run_dir: Path) -> Callable[[dict[str, Any]], None] | None:
+    def publish(self, run_dir: Path) -> Listener | None:
         return None
 
     def register(self, run_dir: Path) -> None:
@@ -215,7 +217,7 @@ class LocalStore:
         make_runs_dir(self.runs_dir)
         atomic_write(self.runs_dir / BATCHES / f"{batch_id}.json", json.dumps(data, indent=2) + "\n")
 
-    def load_batch(self, batch_id: str | None) -> dict[str, Any]:
+    def load_batch(self, batch_id: str | None) -> BatchRecord:
         folder = self.runs_dir / BATCHES
         if batch_id is None:
             found = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -236,7 +238,7 @@ class LocalStore:
         return None
 
 
-def load_batch_file(path: Path) -> dict[str, Any]:
+def load_batch_file(path: Path) -> BatchRecord:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -247,20 +249,16 @@ def load_batch_file(path: Path) -> dict[str, Any]:
         raise InputError(
             f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("directories"), list):
-        raise InputError("the batch record is damaged", file=path, hint="run the batch again")
-    return data
+    return parse_batch(data, str(path))
 
 
-def emit(store: RunStore, run_dir: Path, kind: str, **data: Any) -> None:
+def emit(store: RunStore, run_dir: Path, event: BaseEvent) -> None:
     """Append one event to a run's log, published to the store the run lives in."""
-    from pipeline.runs.events import EventLog
-
     log = EventLog(run_dir)
     published = store.publish(run_dir)
     if published is not None:
         log.subscribe(published)
-    log.emit(kind, **data)
+    log.emit(event)
 
 
 def open_store(url: str | None, runs_dir: Path) -> RunStore:

@@ -4,11 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.errors import InputError
-from pipeline.runs.events import EVENTS, damaged_line, numbered_events
+from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import Kind, Role, Status
+from pipeline.runs.check_events import CheckEvent
+from pipeline.runs.event_log import EVENTS, numbered_events
+from pipeline.runs.events import (
+    Discarded,
+    Event,
+    Finished,
+    OutputsRecorded,
+    Paused,
+    ReviewLogged,
+    RoundStarted,
+    RunStarted,
+    SliceSkipped,
+    Spawned,
+    Started,
+    Stopped,
+    Wrote,
+)
 from pipeline.runs.lock import Holder, run_lock
 from pipeline.runs.records import locate, read_record
 
@@ -16,9 +35,9 @@ from pipeline.runs.records import locate, read_record
 @dataclass(slots=True)
 class SpawnView:
     round: int
-    role: str
-    slice: list[int] | None
-    status: str
+    role: Role
+    slice: tuple[int, int] | None
+    status: Status | Literal["skipped"]
     cache_hits: int
     calls: int
     tokens: int
@@ -31,7 +50,8 @@ class RunView:
     """A run as its events tell it."""
 
     run_id: str
-    kind: str = "?"
+    kind: Kind | None = None
+    """None until the run's first event says it (a log cut short before it)."""
     directory: str = "?"
     started: str = ""
     state: str = "running"
@@ -41,7 +61,7 @@ class RunView:
     spawns: dict[str, SpawnView] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     tokens: int = 0
-    cost: float = 0.0
+    cost: Decimal = Decimal(0)
     cache_hits: int = 0
     message: str | None = None
     outputs: str | None = None
@@ -49,13 +69,13 @@ class RunView:
     wrote: dict[str, str | None] = field(default_factory=dict)
     """Each document the run wrote, by its repository-relative path, with the SHA-256 it had
     when the run last recorded it (at its finish, pause, stop or discard)."""
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    """What remained at the finish (each finding's fields, formats.findings.Finding)."""
+    findings: list[Finding] = field(default_factory=list)
+    """What remained at the finish."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
-            "kind": self.kind,
+            "kind": self.kind or "?",
             "directory": self.directory,
             "started": self.started,
             "state": self.state,
@@ -63,7 +83,7 @@ class RunView:
             "outcome": self.outcome,
             "review_log_entry": self.review_log_entry,
             "tokens": self.tokens,
-            "cost_usd": round(self.cost, 6),
+            "cost_usd": str(self.cost),
             "cache_hits": self.cache_hits,
             "message": self.message,
             "spawns": [asdict(s) for s in self.spawns.values()],
@@ -71,64 +91,68 @@ class RunView:
         }
 
 
-def replay(run_id: str, events: list[dict[str, Any]]) -> RunView:
+def replay(run_id: str, events: list[Event]) -> RunView:
     view = RunView(run_id)
     for event in events:
         apply(view, event)
     return view
 
 
-def apply(view: RunView, event: dict[str, Any]) -> None:
+def apply(view: RunView, event: Event) -> None:
     """One event's effect on the view."""
-    kind = event.get("type")
-    if kind == "run_start":
-        view.kind, view.directory = event.get("run_kind", "?"), event.get("directory", "?")
-        view.started = view.started or event.get("time", "")
-        view.state = "running"
-    elif kind in ("start", "resume") and view.outcome is None and view.state != "discarded":
-        view.state, view.message = "running", None  # a paused or stopped run going on again
-    elif kind == "round":
-        view.round = int(event.get("round", view.round))
-    elif kind == "spawn":
-        key = f"{event['round']}:{event['role']}:{event.get('slice')}"
-        view.spawns[key] = SpawnView(
-            event["round"],
-            event["role"],
-            event.get("slice"),
-            event["status"],
-            event.get("cache_hits", 0),
-            event.get("calls", 0),
-            event.get("tokens", 0),
-            event.get("findings", 0),
-        )
-        view.tokens += int(event.get("tokens", 0))
-        view.cost += float(event.get("cost_usd", 0) or 0)
-        view.cache_hits += int(event.get("cache_hits", 0))
-    elif kind == "slice_skipped":
-        key = f"{event['round']}:readability-auditor:{event.get('slice')}"
-        view.spawns[key] = SpawnView(
-            event["round"], "readability-auditor", event.get("slice"), "skipped", 0, 0, 0, 0, True
-        )
-    elif kind == "check":
-        view.checks.append({k: v for k, v in event.items() if k not in ("time", "pid", "type")})
-    elif kind == "paused":
-        view.state, view.message = "paused", event.get("message")
-    elif kind == "stopped":
-        view.state, view.message = "stopped", event.get("message")
-        partial = event.get("partial") or {}  # what the stopped spawn had spent by then
-        view.tokens += int(partial.get("total_tokens", 0))
-        view.cost += float(partial.get("cost_usd", 0) or 0)
-    elif kind == "review_log":
-        view.review_log_entry = event.get("entry")
-    elif kind == "outcome":
-        view.outcome, view.state = event.get("outcome"), "finished"
-        view.findings = list(event.get("findings") or [])
-    elif kind == "outputs":
-        view.outputs = event.get("digest")
-    elif kind == "wrote":
-        view.wrote.update(event.get("files") or {})
-    elif kind == "discarded":
-        view.state, view.message = "discarded", event.get("message")
+    match event:
+        case RunStarted():
+            view.kind, view.directory = event.run_kind, event.directory
+            view.started = view.started or event.time
+            view.state = "running"
+        case Started() if view.outcome is None and view.state != "discarded":
+            view.state, view.message = "running", None  # a paused or stopped run going on again
+        case RoundStarted():
+            view.round = event.round
+        case Spawned():
+            _spawned(view, event)
+        case SliceSkipped():
+            key = f"{event.round}:readability-auditor:{list(event.slice)}"
+            view.spawns[key] = SpawnView(
+                event.round, "readability-auditor", event.slice, "skipped", 0, 0, 0, 0, True
+            )
+        case CheckEvent():
+            view.checks.append(event.details())
+        case Paused():
+            view.state, view.message = "paused", event.message
+        case Stopped():
+            view.state, view.message = "stopped", event.message
+            if event.partial is not None:  # what the stopped spawn had spent by then
+                view.tokens += event.partial.total_tokens
+                view.cost += event.partial.cost_usd
+        case ReviewLogged():
+            view.review_log_entry = event.entry
+        case Finished():
+            view.outcome, view.state = event.outcome, "finished"
+            view.findings = list(event.findings)
+        case OutputsRecorded():
+            view.outputs = event.digest
+        case Wrote():
+            view.wrote.update(event.files)
+        case Discarded():
+            view.state, view.message = "discarded", event.message
+
+
+def _spawned(view: RunView, event: Spawned) -> None:
+    key = f"{event.round}:{event.role}:{list(event.slice) if event.slice else None}"
+    view.spawns[key] = SpawnView(
+        event.round,
+        event.role,
+        event.slice,
+        event.status,
+        event.cache_hits,
+        event.calls,
+        event.tokens,
+        event.findings,
+    )
+    view.tokens += event.tokens
+    view.cost += event.cost_usd
+    view.cache_hits += event.cache_hits
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
@@ -156,12 +180,7 @@ def _local_holder(run_dir: Path, view: RunView) -> Holder | None:
 
 def read_view(run_dir: Path) -> RunView:
     """A run as its events tell it; an event that cannot be replayed is named by its line."""
-    view = RunView(run_dir.name)
-    for line, event in numbered_events(run_dir):
-        try:
-            apply(view, event)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise damaged_line(run_dir / EVENTS, line, f"{event.get('type')} event: {exc!r}") from None
+    view = replay(run_dir.name, [event for _, event in numbered_events(run_dir)])
     return settle(view, _local_holder(run_dir, view) if view.state == "running" else None)
 
 

@@ -18,9 +18,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from pipeline.graph import edit_apply, edit_review, edit_wrapup
-from pipeline.graph.build import node
-from pipeline.graph.edit_state import EditState
+from pipeline.formats.kinds import DESIGN_SYNC
+from pipeline.graph.deps import RunDeps
+from pipeline.graph.edit import apply, finish, review
+from pipeline.graph.edit.state import EditState
+from pipeline.graph.node import node
 
 AfterApply = Literal["step1_5_distill", "step2_scope", "step6_outcome"]
 AfterDistill = Literal["step2_scope", "step6_outcome"]
@@ -28,23 +30,23 @@ ColdReads = Literal["step4_comprehension_gate", "step4_readability_auditor", "st
 AfterMerge = Literal["step6_fix", "step6_outcome"]
 
 NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
-    "step1_apply": edit_apply.step1_apply,
-    "step1_5_distill": edit_apply.step1_5_distill,
-    "step2_scope": edit_review.step2_scope,
-    "step3_mechanical_checks": edit_review.step3_mechanical_checks,
-    "step4_comprehension_gate": edit_review.step4_comprehension_gate,
-    "step4_readability_auditor": edit_review.step4_readability_auditor,
-    "step5_merge": edit_review.step5_merge,
-    "step6_fix": edit_review.step6_fix,
-    "step6_outcome": edit_wrapup.step6_outcome,
-    "step7_review_log": edit_wrapup.step7_review_log,
-    "step8_sync_suggestion": edit_wrapup.step8_sync_suggestion,
-    "step9_present": edit_wrapup.step9_present,
+    "step1_apply": apply.step1_apply,
+    "step1_5_distill": apply.step1_5_distill,
+    "step2_scope": review.step2_scope,
+    "step3_mechanical_checks": review.step3_mechanical_checks,
+    "step4_comprehension_gate": review.step4_comprehension_gate,
+    "step4_readability_auditor": review.step4_readability_auditor,
+    "step5_merge": review.step5_merge,
+    "step6_fix": review.step6_fix,
+    "step6_outcome": finish.step6_outcome,
+    "step7_review_log": finish.step7_review_log,
+    "step8_sync_suggestion": finish.step8_sync_suggestion,
+    "step9_present": finish.step9_present,
 }
 
 
 def after_apply(state: EditState) -> AfterApply:
-    if state.kind == "design-sync":
+    if state.kind == DESIGN_SYNC:
         return "step1_5_distill"
     applied = state.applied
     return "step2_scope" if applied is not None and applied.applied else "step6_outcome"
@@ -61,7 +63,7 @@ def cold_reads(state: EditState) -> list[ColdReads]:
     """Step 4 runs only on a structurally sound document, and never for mechanics-edit."""
     scope = state.scope
     assert scope is not None
-    if scope.cold_read == "skipped" or edit_review.blockers(state.mechanical):
+    if scope.cold_read == "skipped" or review.blockers(state.mechanical):
         return ["step5_merge"]
     if scope.prose_pass:
         return ["step4_comprehension_gate", "step4_readability_auditor"]
@@ -77,7 +79,7 @@ def after_merge(state: EditState) -> AfterMerge:
 def build_edit_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    graph: StateGraph[Any, Any, Any, Any] = StateGraph(EditState)
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(EditState, context_schema=RunDeps)
     for name, fn in NODES.items():
         graph.add_node(name, node(fn))
     graph.add_edge(START, "step1_apply")

@@ -6,26 +6,25 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from langchain_core.runnables import RunnableConfig
-
 from pipeline.agents.inputs import RoundInputs, params_for
 from pipeline.formats.findings import blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
-from pipeline.graph.companion import creation_target, stamp_companion
-from pipeline.graph.deps import deps_of
-from pipeline.graph.state import AuthorTurn, Inconclusive, RunState, Update
+from pipeline.graph.create.companion import creation_target, stamp_companion
+from pipeline.graph.create.state import AUTHOR, AuthorTurn, Inconclusive, RunState, Update
+from pipeline.graph.deps import RunContext
+from pipeline.runs.events import RoundStarted, Stamped
 
 INLINE_DRAFT_CHARS = 1500
 
 
-def step1_seed_scope(state: RunState, config: RunnableConfig) -> Update:
+def step1_seed_scope(state: RunState, runtime: RunContext) -> Update:
     """Step 1 (before the author): settle the target file for this kind.
 
     A run started from the command line arrives with everything set; LangGraph Studio
     sends only the run id and the kind, and the defaults fill in the rest.
     """
-    deps = deps_of(config)
+    deps = runtime.context
     both = creation_target(deps, state.kind)
     if state.draft:
         return {"target": both}
@@ -47,15 +46,15 @@ def fingerprint(*paths: Path) -> str | None:
     return digest.hexdigest()
 
 
-async def step1_author(state: RunState, config: RunnableConfig) -> Update:
+async def step1_author(state: RunState, runtime: RunContext) -> Update:
     """Step 1: the code-grounded author writes the draft to output_path and returns a summary."""
-    deps = deps_of(config)
+    deps = runtime.context
     round_ = state.round
-    deps.events.emit("round", round=round_, budget=state.budget)
+    deps.events.emit(RoundStarted(round=round_, budget=state.budget))
     draft = deps.abs(state.draft)
     inputs = RoundInputs(deps.design, state.kind, round_, draft, tuple(state.flagged), target=state.target)
     before = fingerprint(draft)
-    result, usage = await deps.spawn(params_for("design-author", inputs))
+    result, usage = await deps.spawn(params_for(AUTHOR, inputs))
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left
     # there; in a later round the draft an earlier round of this run wrote still stands.
     kept = round_ > 1 and state.author is not None and state.author.draft_ok
@@ -86,41 +85,41 @@ async def step1_author(state: RunState, config: RunnableConfig) -> Update:
         "notes": notes,
     }
     if result.status != "ok":
-        update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
+        update["inconclusive"] = [Inconclusive(round=round_, role=AUTHOR, error=result.error)]
     if fingerprint(draft) != before:
         deps.record_wrote(state.kind)
     return update
 
 
-def step1_stamp(state: RunState, config: RunnableConfig) -> Update:
+def step1_stamp(state: RunState, runtime: RunContext) -> Update:
     """Step 1's stamp, as soon as the seeded write lands: phase 1 only, idempotent (line 1 is
     checked first), so it is written once and kept across rounds and re-runs. Phase 4
     artifacts are never stamped."""
-    deps = deps_of(config)
+    deps = runtime.context
     path = deps.abs(state.draft)
     if state.kind != PHASE1 or state.author is None or not state.author.draft_ok:
         return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
     deps.fence()
     # A design that was stamped before the run keeps its stamp (the seed's idempotency guard).
-    before = deps.run_dir / "before.md"
-    kept = stamp_of(before.read_bytes()) if before.is_file() else None
+    before = deps.before(path)
+    kept = stamp_of(before) if before is not None else None
     wrote = prepend_stamp(path, deps.workflow_sha, kept)
     if wrote:
         sha = kept[len("<!-- workflow-sha: ") : -len(" -->")] if kept else deps.workflow_sha.get()
-        deps.events.emit("stamp", path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None)
+        deps.events.emit(Stamped(path=deps.rel(path), round=state.round, sha=sha, kept=kept is not None))
     # With target=both the seeded companion is stamped with the same SHA.
     companion = stamp_companion(deps) if state.target == "both" else True
     deps.record_wrote(state.kind)
     return {"stamped": companion}
 
 
-def step6_mechanical_first(state: RunState, config: RunnableConfig) -> Update:
+def step6_mechanical_first(state: RunState, runtime: RunContext) -> Update:
     """Step 6.2: a mechanical-first (or no-draft) re-spawn of the author; it consumes a round.
     Every mechanical blocker and should-fix goes to the author."""
     return {"round": state.round + 1, "flagged": blocking(state.mechanical)}
 
 
-def step6_next_round(state: RunState, config: RunnableConfig) -> Update:
+def step6_next_round(state: RunState, runtime: RunContext) -> Update:
     """Step 6: the loop continues; every blocker and should-fix of this round (mechanical,
     auditor, second check, comprehension gate) becomes the author's flagged passages."""
     flagged = blocking(state.mechanical)

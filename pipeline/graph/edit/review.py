@@ -4,8 +4,7 @@ cold reads, the merge and the single-agent fix loop."""
 from __future__ import annotations
 
 from pathlib import Path
-
-from langchain_core.runnables import RunnableConfig
+from typing import Literal
 
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.roles import load_prompt
@@ -14,15 +13,19 @@ from pipeline.checks.fixes import apply_fixes
 from pipeline.formats.design_doc import CORE_CONCEPTS, OVERVIEW, DesignDoc, load_design
 from pipeline.formats.edit_plan import read_live
 from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
+from pipeline.formats.kinds import DESIGN_SYNC, MECHANICS_EDIT, Target
 from pipeline.formats.mutations import kind_rule
 from pipeline.formats.review_log import parse_entries, periodic_count, periodic_whole_doc_due
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.edit_apply import spawn_editor, sync_stale
-from pipeline.graph.edit_state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.edit.apply import spawn_editor, sync_stale
+from pipeline.graph.edit.state import ColdRead, EditRound, EditState, EditUpdate, FixTurn, Scope
 from pipeline.graph.state import RoleReport
+from pipeline.runs.check_events import ColdReadCheck, MechanicalCheck, MergedCheck, ScopeCheck
+from pipeline.runs.events import Fixed
 
-COMPREHENSION = "comprehension-review"
-AUDITOR = "readability-auditor"
+ColdReader = Literal["comprehension-review", "readability-auditor"]
+COMPREHENSION: ColdReader = "comprehension-review"
+AUDITOR: ColdReader = "readability-auditor"
 SYNC_NOTE = "design-sync-note.md"
 
 
@@ -37,10 +40,10 @@ def bounded_sections(doc: DesignDoc, changed: str, roadmap: bool) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def step2_scope(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step2_scope(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 2: the cold-read scope from the kind's row, escalated to whole-doc on every Nth
     counted mutation (all but mechanics-edit, counted from the review log)."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     rule = kind_rule(state.kind)
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
@@ -64,20 +67,20 @@ def step2_scope(state: EditState, config: RunnableConfig) -> EditUpdate:
         cold_read="bounded" if cold == "bounded" else "skipped" if cold == "skipped" else "whole-doc",
         sections=sections,
         escalated=due and rule.reviewed,
-        periodic_count=0 if state.kind == "mechanics-edit" else periodic_count(entries) + 1,
+        periodic_count=0 if state.kind == MECHANICS_EDIT else periodic_count(entries) + 1,
         target=target,
         mechanical_scope="bounded" if cold == "bounded" else "whole-doc",
         changed_section=changed,
         prose_pass=rule.prose_pass,
     )
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="scope",
-        cold_read=scope.cold_read,
-        sections=sections,
-        escalated=scope.escalated,
-        target=target,
+        ScopeCheck(
+            round=state.round,
+            cold_read=scope.cold_read,
+            sections=sections,
+            escalated=scope.escalated,
+            target=target,
+        )
     )
     return {"scope": scope}
 
@@ -86,9 +89,9 @@ def _existing(path: Path) -> Path | None:
     return path if path.exists() else None
 
 
-def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step3_mechanical_checks(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 3: the mechanical checks with the kind's --target and --scope, plan references included."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     scope = state.scope
     assert scope is not None
@@ -105,16 +108,17 @@ def step3_mechanical_checks(state: EditState, config: RunnableConfig) -> EditUpd
         f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
         for f in run_checks(request, deps.limits)
     ]
-    if state.kind == "mechanics-edit":
+    if state.kind == MECHANICS_EDIT:
         findings = for_next_sync(findings, deps.rel(d.design))
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="mechanical",
-        target=scope.target,
-        scope=scope.mechanical_scope,
-        findings=len(findings),
-        blockers=sum(1 for f in findings if f.severity == "blocker"),
+        MechanicalCheck(
+            round=state.round,
+            target=scope.target,
+            scope=scope.mechanical_scope,
+            findings=len(findings),
+            blockers=sum(1 for f in findings if f.severity == "blocker"),
+            found=findings,
+        )
     )
     return {
         "mechanical": findings,
@@ -146,12 +150,12 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
         mechanics=_existing(d.mechanics),
         plan_path=_existing(d.plan),
         plan_dir=_existing(d.plan_dir),
-        note=load_prompt(SYNC_NOTE, d.repo_root).strip() if state.kind == "design-sync" else None,
+        note=load_prompt(SYNC_NOTE, d.repo_root).strip() if state.kind == DESIGN_SYNC else None,
     )
 
 
-async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> EditUpdate:
-    deps = deps_of(config)
+async def _cold_read(state: EditState, runtime: RunContext, role: ColdReader) -> EditUpdate:
+    deps = runtime.context
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, d.design)
     result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
@@ -160,7 +164,7 @@ async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> Edi
     findings = [f.located(draft, result.role) for f in review.findings] if review else []
     verdict = review.verdict if review else "INCONCLUSIVE"
     deps.events.emit(
-        "check", round=state.round, check=role, verdict=verdict, findings=len(blocking(findings))
+        ColdReadCheck(round=state.round, check=role, verdict=verdict, findings=len(blocking(findings)))
     )
     read = ColdRead(
         round=state.round,
@@ -173,23 +177,23 @@ async def _cold_read(state: EditState, config: RunnableConfig, role: str) -> Edi
     return {"reads": [read], "usage": [usage]}
 
 
-async def step4_comprehension_gate(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step4_comprehension_gate(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 4: the cold comprehension gate over the kind's scope."""
-    return await _cold_read(state, config, COMPREHENSION)
+    return await _cold_read(state, runtime, COMPREHENSION)
 
 
-async def step4_readability_auditor(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step4_readability_auditor(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 4 (design-sync only): one cold readability pass over the whole re-distilled design,
     the single prose owner (S4). Its params carry no slice_count or total_lines."""
-    return await _cold_read(state, config, AUDITOR)
+    return await _cold_read(state, runtime, AUDITOR)
 
 
-def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
+def step5_merge(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 5: mechanical, cold-read (and the distillation's open) findings as one list."""
-    deps = deps_of(config)
+    deps = runtime.context
     reads = state.this_round_reads()
     merged = merge([*state.mechanical, *(f for r in reads for f in r.findings), *sync_stale(state, deps)])
-    inconclusive = [r.role for r in reads if r.status != "ok"]
+    inconclusive: list[str] = [r.role for r in reads if r.status != "ok"]
     history = EditRound(
         round=state.round,
         mechanical=len(blocking(state.mechanical)),
@@ -197,20 +201,20 @@ def step5_merge(state: EditState, config: RunnableConfig) -> EditUpdate:
         inconclusive=inconclusive,
     )
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="merged",
-        open=len(blocking(merged)),
-        inconclusive=inconclusive,
-        findings=[f.model_dump(mode="json") for f in blocking(merged)],
+        MergedCheck(
+            round=state.round,
+            open=len(blocking(merged)),
+            inconclusive=inconclusive,
+            findings=blocking(merged),
+        )
     )
     return {"merged": merged, "history": [history]}
 
 
-async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 6: blockers first, then should-fix. Auto-applicable fixes are applied exactly; the
     rest go to the inline editor, one spawn per file. The round is spent either way."""
-    deps = deps_of(config)
+    deps = runtime.context
     d = deps.design
     open_ = state.open_findings()
     before = {path: read_live(path) for path in (d.design, d.mechanics)}
@@ -232,7 +236,7 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
             mine = [f for f in rest if f.file == rel]
         if not mine:
             continue
-        target = "mechanics" if path == d.mechanics else "design"
+        target: Target = "mechanics" if path == d.mechanics else "design"
         changed = state.scope.changed_section if state.scope else None
         summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
         usages.append(usage)
@@ -247,7 +251,7 @@ async def step6_fix(state: EditState, config: RunnableConfig) -> EditUpdate:
     # "Changed" is what the files show, not what the editor said it did.
     moved = any(read_live(path) != data for path, data in before.items())
     turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
-    deps.events.emit("fix", round=state.round, auto=auto, editor=len(summaries))
+    deps.events.emit(Fixed(round=state.round, auto=auto, editor=len(summaries)))
     if moved:
         deps.record_wrote(state.kind)
     return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}

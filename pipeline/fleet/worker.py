@@ -7,7 +7,8 @@ still waiting takes those of the latest enqueue). A worker takes a job, holds th
 design-directory lock (a session advisory lock, and the checkout's file lock) for the whole
 run, fetches the run directory from the store and resumes the run from its latest checkpoint
 (a run with none starts from the beginning; one that cannot be resumed is replaced by a new
-run on its directory). A worker killed mid-run stops heartbeating; after ``HEARTBEAT`` another
+run on its directory). A worker killed mid-run stops heartbeating; after ``[worker] heartbeat``
+seconds (params/defaults.toml, 20) another
 worker's dequeue finds the job stale and takes it, waits for the advisory lock (released the
 moment the killed worker's connection closed) and resumes from the last checkpoint: only the
 calls in flight at the kill are made again, every finished one is answered from the shared
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,8 @@ from typing import Any
 import psycopg
 
 from pipeline.agents.cache import InFlight
-from pipeline.graph.batch_rows import (
-    FINISHED,
+from pipeline.fleet.resume import carry_on, start_new
+from pipeline.fleet.rows import (
     Batch,
     BatchOptions,
     Row,
@@ -40,26 +40,23 @@ from pipeline.graph.batch_rows import (
     latest_runs,
     new_batch_id,
     plan_row,
-    record_outputs,
-    start_new,
     unfinished,
 )
-from pipeline.graph.runner import execute
+from pipeline.formats.job import JobPayload
+from pipeline.formats.kinds import is_creation_kind
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute as execute_run
+from pipeline.runs.events import Stopped
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
 from pipeline.runs.pg_store import PgStore
-from pipeline.runs.records import FailOn, NotResumable, portable
+from pipeline.runs.records import NotResumable, portable
 from pipeline.runs.setup import OpenRun, load_run, plan_run, resume_options
 from pipeline.runs.store import emit
-from pipeline.settings import repo_root
+from pipeline.settings import repo_root, worker_settings
 
 ENTRYPOINT = "designloop_run"
-HEARTBEAT = timedelta(seconds=20)
-"""A picked job whose heartbeat is older than this is taken by another worker."""
-DEQUEUE = timedelta(seconds=10)
-"""An idle worker looks for stale jobs at least this often (new jobs arrive by NOTIFY at once);
-a drain worker looks this often whether any job is left."""
 LEFT_SQL = "SELECT COUNT(*) FROM pgqueuer WHERE entrypoint = %s AND status IN ('queued', 'picked')"
 
 
@@ -81,13 +78,9 @@ async def queue_connection(store: PgStore) -> psycopg.AsyncConnection[Any]:
 
 def _payload(run_id: str, options: BatchOptions) -> bytes:
     session = options.session
-    job = {
-        "run_id": run_id,
-        "budget_tokens": session.budget_tokens,
-        "max_cost": session.max_cost,
-        "fail_on": options.fail_on,
-    }
-    return json.dumps(job).encode()
+    return JobPayload(
+        run_id=run_id, budget_tokens=session.budget_tokens, max_cost=session.max_cost, fail_on=options.fail_on
+    ).encode()
 
 
 async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]) -> Batch:
@@ -138,10 +131,6 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
     return batch
 
 
-def _fail_on(value: object) -> FailOn | None:
-    return "should-fix" if value == "should-fix" else "blocker" if value == "blocker" else None
-
-
 class Worker:
     """One worker process: ``jobs`` runs at a time from the queue of ``store``."""
 
@@ -152,6 +141,12 @@ class Worker:
         self.drain = drain
         self.inflight = InFlight()
         """One registry of requests being asked, for every job this worker runs at once."""
+        settings = worker_settings(repo)
+        self.heartbeat = timedelta(seconds=settings.heartbeat)
+        """A picked job whose heartbeat is older than this is taken by another worker."""
+        self.dequeue = timedelta(seconds=settings.dequeue)
+        """An idle worker looks for stale jobs at least this often (new jobs arrive by NOTIFY at
+        once); a drain worker looks this often whether any job is left."""
 
     async def serve(self) -> None:
         from pgqueuer import PgQueuer
@@ -170,17 +165,17 @@ class Worker:
                 @pgq.entrypoint(ENTRYPOINT, on_failure="hold")
                 async def run_job(job: Job) -> None:
                     try:
-                        await self.run(json.loads((job.payload or b"{}").decode()), saver)
+                        await self.run(JobPayload.decode(job.payload, job.id), saver)
                     except LockLost as exc:  # stopped, resumable: the queue takes it up again
-                        raise RetryRequested(delay=HEARTBEAT, reason=exc.message) from exc
+                        raise RetryRequested(delay=self.heartbeat, reason=exc.message) from exc
 
                 # pgqueuer's own drain mode counts only queued jobs: a dead worker's picked job
                 # would be left behind. The drain here waits until none is queued or picked.
                 watcher = asyncio.create_task(self._drained(pgq.shutdown)) if self.drain else None
                 try:
                     await pgq.run(
-                        dequeue_timeout=DEQUEUE,
-                        heartbeat_timeout=HEARTBEAT,
+                        dequeue_timeout=self.dequeue,
+                        heartbeat_timeout=self.heartbeat,
                         batch_size=1,
                         max_concurrent_tasks=self.jobs,
                         mode=QueueExecutionMode.continuous,
@@ -199,51 +194,50 @@ class Worker:
             if await asyncio.to_thread(self._left) == 0:
                 shutdown.set()
                 return
-            await asyncio.sleep(DEQUEUE.total_seconds())
+            await asyncio.sleep(self.dequeue.total_seconds())
 
     def _left(self) -> int:
         with self.store.db() as db:
             row = db.execute(LEFT_SQL, (ENTRYPOINT,)).fetchone()
         return int(row[0]) if row else 0
 
-    async def run(self, job: dict[str, Any], saver: Any) -> None:
+    async def run(self, job: JobPayload, saver: Any) -> None:
         """One job: the run, under its directory's lock, from its latest checkpoint."""
-        run_id = str(job["run_id"])
+        run_id = job.run_id
         record = self.store.record(run_id)
         lock = self.store.lock(self.repo / record.directory, record.directory)
         await asyncio.to_thread(lock.acquire, holder_for(run_id), True, None)
         try:
             if self.store.view(run_id).state == "discarded":
                 return  # withdrawn while it waited on the queue: never resumed
-            budget, cost, fail_on = (
-                job.get("budget_tokens"),
-                job.get("max_cost"),
-                _fail_on(job.get("fail_on")),
-            )
+            budget, cost, fail_on = job.budget_tokens, job.max_cost, job.fail_on
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
             run = load_run(run_dir, budget, cost, fail_on, repo=self.repo)
-            run.session.runtime.inflight = self.inflight
-            # A run that stops on bad input records why and raises: the job is held as failed.
-            try:
-                result = await execute(run, resume=True, store=self.store, saver=saver, lock=lock)
-            except NotResumable as exc:  # its checkpoint is gone or unreadable: a new run goes on
-                run = self._anew(run, exc, lock, budget, cost)
+
+            async def execute(run: OpenRun, resume: bool) -> RunResult:
                 run.session.runtime.inflight = self.inflight
-                result = await execute(run, resume=False, store=self.store, saver=saver, lock=lock)
-            state = result.state
-            if state is not None and state.outcome is not None and state.outcome.verdict in FINISHED:
-                record_outputs(self.store, run)
+                return await execute_run(run, resume=resume, store=self.store, saver=saver, lock=lock)
+
+            def anew(old: OpenRun, exc: NotResumable) -> OpenRun:
+                return self._anew(old, exc, lock, budget, cost)
+
+            # A run that stops on bad input records why and raises: the job is held as failed.
+            await carry_on(self.store, run, True, execute, anew)
         finally:
             await asyncio.to_thread(lock.release)
 
     def _anew(self, run: OpenRun, exc: NotResumable, lock: RunLock, budget: Any, cost: Any) -> OpenRun:
         """A new run on the directory of a run that cannot be resumed, with its options."""
         record = run.record
+        if not is_creation_kind(record.kind):  # only creation runs are queued
+            raise exc
         options = resume_options(record, run.run_dir, budget, cost)
         plan = plan_run(
             record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
         )
-        new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
+        fingerprints = Fingerprints(self.store.runs_dir)
+        plan.design_inputs = fingerprint(plan, fingerprints, code=False)
+        new = start_new(plan, fingerprint(plan, fingerprints), self.store, lock)
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
-        emit(self.store, run.run_dir, "stopped", message=message)
+        emit(self.store, run.run_dir, Stopped(message=message))
         return new

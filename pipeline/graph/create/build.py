@@ -1,4 +1,5 @@
-"""The creation-kind graph (phase1-creation, phase4-creation) as a LangGraph StateGraph.
+"""The creation-kind graph (phase1-creation, phase4-creation) as a LangGraph StateGraph whose
+context schema is the run's dependencies (graph.deps.RunDeps).
 
 Node names are the seed's steps:
 
@@ -13,19 +14,18 @@ step1_seed_scope -> step1_author -> step1_stamp -> step3_mechanical_checks
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from pydantic import BaseModel
 
 from pipeline.formats.kinds import PHASE1
-from pipeline.graph import author, gate, review, wrapup
-from pipeline.graph.state import RunState
+from pipeline.graph.create import author, finish, gate, review
+from pipeline.graph.create.state import RunState
+from pipeline.graph.deps import RunDeps
+from pipeline.graph.node import node
 
 AUTHOR_RETRIES = 1  # an author that wrote no draft is re-spawned once
 AfterMechanical = Literal["step6_mechanical_first", "step6_outcome", "step4_plan_fanout"]
@@ -82,37 +82,6 @@ def after_surface(state: RunState) -> AfterSurface:
     return "step6_next_round" if state.budget_left() else "step6_outcome"
 
 
-def _plain(value: Any) -> Any:
-    """Records as JSON data: what the checkpoint stores, validated back into RunState on read."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-N = TypeVar("N", bound=Callable[..., Any])
-
-
-def node(fn: N) -> N:
-    """A node whose typed update is stored as plain JSON."""
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            return _plain(await fn(*args, **kwargs))
-
-        return run_async  # type: ignore[return-value]
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        return _plain(fn(*args, **kwargs))
-
-    return run  # type: ignore[return-value]
-
-
 NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
     "step1_seed_scope": author.step1_seed_scope,
     "step1_author": author.step1_author,
@@ -128,16 +97,16 @@ NODES: dict[str, Callable[..., Any] | Callable[..., Awaitable[Any]]] = {
     "step4_s3_gate": gate.step4_s3_gate,
     "step4_comprehension_gate": gate.step4_comprehension_gate,
     "step4_surface_decision": gate.step4_surface_decision,
-    "step6_outcome": wrapup.step6_outcome,
-    "step7_review_log": wrapup.step7_review_log,
-    "step9_present": wrapup.step9_present,
+    "step6_outcome": finish.step6_outcome,
+    "step7_review_log": finish.step7_review_log,
+    "step9_present": finish.step9_present,
 }
 
 
 def build_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    graph: StateGraph[Any, Any, Any, Any] = StateGraph(RunState)
+    graph: StateGraph[Any, Any, Any, Any] = StateGraph(RunState, context_schema=RunDeps)
     for name, fn in NODES.items():
         graph.add_node(name, node(fn))
     graph.add_edge(START, "step1_seed_scope")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from langchain_core.runnables import RunnableConfig
-
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.design_dir import DesignDir
@@ -14,6 +12,7 @@ from pipeline.formats.edit_ops import INSTRUCTION, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
 from pipeline.formats.edits import find_section, parse
 from pipeline.formats.findings import Finding
+from pipeline.formats.kinds import DESIGN_SYNC, LENGTH_TRIGGER, EditKind, Target
 from pipeline.formats.refs import propagate_plan
 from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
 from pipeline.formats.section_diff import section_texts
@@ -26,16 +25,17 @@ from pipeline.formats.sync_delta import (
     without_stamp,
 )
 from pipeline.formats.textio import atomic_write_bytes, read_text
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.edit_state import Applied, EditState, EditUpdate, SyncDelta
-from pipeline.runs.edit_setup import snapshot_reader, touched_files
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.edit.state import Applied, EditState, EditUpdate, SyncDelta
+from pipeline.runs.events import EditApplied, RoundStarted
+from pipeline.runs.snapshot import snapshot_files
 
 EDITOR = "inline-editor"
 
 
 def guard_line1(deps: RunDeps, path: Path) -> str | None:
     """Put back a stamped line 1 the editor changed; returns a note when it had to."""
-    before = snapshot_reader(deps.design, deps.run_dir)(path)
+    before = deps.before(path)
     if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
         return None
     now = path.read_bytes()
@@ -47,7 +47,7 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
 
 
 async def spawn_editor(
-    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: str
+    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: Target
 ) -> tuple[str, RoleUsage, str | None, str | None]:
     """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note)."""
     d = deps.design
@@ -63,11 +63,11 @@ async def spawn_editor(
     return summary, usage, result.error, guard_line1(deps, path)
 
 
-def changed_files(deps: RunDeps) -> tuple[list[str], list[str]]:
+def changed_files(deps: RunDeps, kind: EditKind) -> tuple[list[str], list[str]]:
     """Files that differ from the edit's starting snapshot, and those that did not exist then."""
-    read = snapshot_reader(deps.design, deps.run_dir)
+    read = deps.before
     changed, created = [], []
-    for path in touched_files(deps.design):
+    for path in snapshot_files(deps.design, kind):
         before, now = read(path), read_live(path)
         if before != now:
             changed.append(deps.rel(path))
@@ -82,22 +82,22 @@ def _companion_filled(d: DesignDir) -> bool:
     return any(body.strip() for body in mechanics_sections(read_text(d.mechanics).text, d.mechanics).values())
 
 
-async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1: the edit, applied inline. Exact operations are planned whole and written at
     once; an instruction or the length-trigger split goes to the inline editor."""
-    deps = deps_of(config)
-    if state.kind == "design-sync":
+    deps = runtime.context
+    if state.kind == DESIGN_SYNC:
         return {}
-    deps.events.emit("round", round=state.round, budget=state.budget)
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
-    plan = EditPlan(snapshot_reader(d, deps.run_dir))
+    plan = EditPlan(deps.before)
     planned = plan_edit(state.request.model_copy(), d, plan, stamp_line(deps.workflow_sha.get()))
     written = plan.commit()
-    deps.events.emit("edit_applied", files=[deps.rel(p) for p in written])
+    deps.events.emit(EditApplied(files=[deps.rel(p) for p in written]))
     update: EditUpdate = {"notes": [], "usage": []}
     editor = None
     if planned.passages and planned.editor_file is not None:
-        target = "both" if state.kind == "length-trigger-crossing" else "design"
+        target: Target = "both" if state.kind == LENGTH_TRIGGER else "design"
         if planned.editor_file == d.mechanics:
             target = "mechanics"
         editor, usage, error, note = await spawn_editor(
@@ -105,9 +105,9 @@ async def step1_apply(state: EditState, config: RunnableConfig) -> EditUpdate:
         )
         update["usage"] = [usage]
         update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
-    files, created = changed_files(deps)
+    files, created = changed_files(deps, state.kind)
     missed = _missed(deps, planned.passages, planned.editor_file) if files else None
-    applied = bool(files) and not missed and (state.kind != "length-trigger-crossing" or _companion_filled(d))
+    applied = bool(files) and not missed and (state.kind != LENGTH_TRIGGER or _companion_filled(d))
     update["applied"] = Applied(
         applied=applied,
         files=files,
@@ -129,7 +129,7 @@ def _missed(deps: RunDeps, passages: list[Finding], path: Path | None) -> str | 
     asked = [p.section for p in passages if p.rule == INSTRUCTION and p.section]
     if not asked or path is None:
         return None
-    start = snapshot_reader(deps.design, deps.run_dir)(path)
+    start = deps.before(path)
     now = read_live(path)
     old = section_texts(start.decode("utf-8", "replace") if start else "", path)
     new = section_texts(now.decode("utf-8", "replace") if now else "", path)
@@ -189,16 +189,16 @@ def _propagate_sync(deps: RunDeps, passages: list[Finding]) -> list[str]:
     return sorted(touched)
 
 
-async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdate:
+async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1.5: re-distill design.md from the companion's changes since the last sync; a
     zero delta is noted and skips the review."""
-    deps = deps_of(config)
-    deps.events.emit("round", round=state.round, budget=state.budget)
+    deps = runtime.context
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
     since = last_sync(entries)
     design, mechanics = read_text(d.design).text, read_text(d.mechanics).text
-    read = snapshot_reader(d, deps.run_dir)
+    read = deps.before
     start = read(d.design)
     passages, changes, baseline = _sync_passages(
         deps, design if start is None else start.decode("utf-8"), mechanics
@@ -224,7 +224,7 @@ async def step1_5_distill(state: EditState, config: RunnableConfig) -> EditUpdat
             n for n in (note, f"inline-editor: {error}" if error else None) if n
         ]
     references = _propagate_sync(deps, passages)
-    files, created = changed_files(deps)
+    files, created = changed_files(deps, state.kind)
     summary = (
         f"Re-distilled design.md from the companion's changes since "
         f"{f'Mutation {since.number}' if since else 'its creation'}: {'; '.join(changes)}."
@@ -250,7 +250,7 @@ def sync_stale(state: EditState, deps: RunDeps) -> list[Finding]:
         return []
     d = deps.design
     now = parse(read_text(d.design).text, d.design)
-    start = snapshot_reader(d, deps.run_dir)(d.design)
+    start = deps.before(d.design)
     before = parse(start.decode("utf-8") if start else "", d.design)
     out: list[Finding] = []
     for passage in state.sync.passages:

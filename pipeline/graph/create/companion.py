@@ -7,12 +7,12 @@ import tomllib
 from typing import Literal
 
 from pipeline.formats.design_dir import DIR_PARAMS, DesignDir
-from pipeline.formats.kinds import PHASE1
+from pipeline.formats.kinds import PHASE1, CreationKind
 from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps
-from pipeline.runs.setup import BEFORE_COMPANION
+from pipeline.runs.events import Stamped
 
 COMPANION_KEY = "mechanics_companion"
 
@@ -28,7 +28,7 @@ def _requested(d: DesignDir) -> bool:
         return False
 
 
-def creation_target(deps: RunDeps, kind: str) -> Literal["design", "both"]:
+def creation_target(deps: RunDeps, kind: CreationKind) -> Literal["design", "both"]:
     """Phase 1 writes both files when a companion exists, is asked for, or the research log is
     already past the length trigger; phase 4 when the frozen design has a companion."""
     d = deps.design
@@ -46,9 +46,9 @@ def stamp_companion(deps: RunDeps) -> bool:
     d = deps.design
     if not d.mechanics.is_file() or d.mechanics.stat().st_size == 0:
         return False
-    before = deps.run_dir / BEFORE_COMPANION
-    kept = stamp_of(before.read_bytes()) if before.is_file() else None  # an existing stamp stays
+    before = deps.before(d.mechanics)
+    kept = stamp_of(before) if before is not None else None  # an existing stamp stays
     wrote = prepend_stamp(d.mechanics, deps.workflow_sha, kept)
-    deps.events.emit("stamp", path=deps.rel(d.mechanics), wrote=wrote)
+    deps.events.emit(Stamped(path=deps.rel(d.mechanics), wrote=wrote))
     atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
     return has_stamp(d.mechanics)

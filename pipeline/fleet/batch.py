@@ -19,15 +19,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from pipeline.agents.cache import InFlight, LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.errors import DesignloopError, ExitCode, InputError
-from pipeline.graph.batch_rows import (
-    FINISHED,
+from pipeline.fleet.resume import carry_on, start_new
+from pipeline.fleet.rows import (
     Batch,
     BatchOptions,
     Planned,
@@ -37,12 +36,13 @@ from pipeline.graph.batch_rows import (
     latest_runs,
     new_batch_id,
     plan_row,
-    record_outputs,
-    start_new,
     unfinished,
 )
 from pipeline.graph.deps import RunDeps
-from pipeline.graph.runner import RunResult, execute
+from pipeline.graph.result import RunResult
+from pipeline.graph.runner import execute
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.events import RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
@@ -69,7 +69,7 @@ class SharedCache:
         return None
 
 
-Progress = Callable[[Row, dict[str, Any] | None], None]
+Progress = Callable[[Row, BaseEvent | None], None]
 
 
 class BatchRunner:
@@ -119,7 +119,7 @@ class BatchRunner:
         self.batch.save(self.store)
         return self.batch
 
-    def _say(self, row: Row, event: dict[str, Any] | None = None) -> None:
+    def _say(self, row: Row, event: BaseEvent | None = None) -> None:
         self.progress(row, event)
 
     def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
@@ -131,53 +131,10 @@ class BatchRunner:
         return planned
 
     async def _directory(self, row: Row, planned: Planned, saver: Any) -> None:
-        plan, design, kind = planned.plan, planned.plan.design, self.options.kind
-        lock = self.store.lock(design.root, row.directory)
+        """One directory, under its lock: whatever goes wrong is its row, never the batch's end."""
+        lock = self.store.lock(planned.plan.design.root, row.directory)
         try:
-            before = planned.before
-            # The lock names the run that will work on the directory (status tells it is running).
-            named = before[0].run_id if before is not None and unfinished(before) else plan.run_id
-            try:
-                await self._acquire(lock, holder_for(named), row)
-            except RunLocked as exc:
-                self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
-                return
-            row.message = None
-            # Decided again under the lock: a run this batch waited for may have finished,
-            # paused or stopped on these very inputs meanwhile, or an edit landed.
-            before = latest_runs(self.store, kind, row.directory).get(row.directory)
-            if decide(row, plan, planned.inputs, before, self.options, self.store) is not None:
-                self._say(row)
-                return
-            run, resume = self._open(plan, before, planned.inputs, row, lock)
-            if resume and run.run_id != named:  # another unfinished run than the one named
-                lock.relabel(holder_for(run.run_id))
-            row.run_id, row.action = run.run_id, "resumed" if resume else "new"
-            row.started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-            self._say(row)
-            try:
-                result = await self._execute(run, resume, row, saver, lock)
-            except NotResumable as exc:  # its checkpoint is gone or unreadable: never a dead end
-                if not resume:
-                    raise
-                row.message = f"run {run.run_id} could not be resumed ({exc.message}); started anew"
-                run = self._start(plan, planned.inputs, lock)
-                row.run_id, row.action = run.run_id, "new"
-                self._say(row)
-                result = await self._execute(run, False, row, saver, lock)
-            if result.state is not None and result.state.outcome is not None:
-                row.outcome = result.state.outcome.verdict
-                row.findings = list(result.state.outcome.remaining)
-                if row.outcome in FINISHED:
-                    record_outputs(self.store, run)
-                if run.record.kept:
-                    kept = ", ".join(f"{f} at {c}" for f, c in run.record.kept.items())
-                    row.message = (
-                        row.message + "; " if row.message else ""
-                    ) + f"overwrote later work, kept {kept}"
-            else:
-                row.outcome = "PAUSED" if result.paused else "STOPPED"
-            self._end(row, row.action, result.exit_code, row.message or result.message)
+            await self._locked(row, planned, saver, lock)
         except DesignloopError as exc:
             action = "bad" if isinstance(exc, InputError) else row.action if row.run_id else "failed"
             self._end(row, action, exc.exit_code, exc.render())
@@ -186,6 +143,55 @@ class BatchRunner:
             self._end(row, action, ExitCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             lock.release()
+
+    async def _locked(self, row: Row, planned: Planned, saver: Any, lock: RunLock) -> None:
+        plan, before = planned.plan, planned.before
+        # The lock names the run that will work on the directory (status tells it is running).
+        named = before[0].run_id if before is not None and unfinished(before) else plan.run_id
+        try:
+            await self._acquire(lock, holder_for(named), row)
+        except RunLocked as exc:
+            self._end(row, "busy", ExitCode.BAD_INPUT, exc.render())
+            return
+        row.message = None
+        # Decided again under the lock: a run this batch waited for may have finished,
+        # paused or stopped on these very inputs meanwhile, or an edit landed.
+        before = latest_runs(self.store, self.options.kind, row.directory).get(row.directory)
+        if decide(row, plan, planned.inputs, before, self.options, self.store) is not None:
+            self._say(row)
+            return
+        run, resume = self._open(plan, before, planned.inputs, row, lock)
+        if resume and run.run_id != named:  # another unfinished run than the one named
+            lock.relabel(holder_for(run.run_id))
+        row.run_id, row.action = run.run_id, "resumed" if resume else "new"
+        row.started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self._say(row)
+
+        def anew(old: OpenRun, exc: NotResumable) -> OpenRun:
+            row.message = f"run {old.run_id} could not be resumed ({exc.message}); started anew"
+            new = self._start(plan, planned.inputs, lock)
+            row.run_id, row.action = new.run_id, "new"
+            self._say(row)
+            return new
+
+        async def execute(run: OpenRun, resume: bool) -> RunResult:
+            return await self._execute(run, resume, row, saver, lock)
+
+        run, result = await carry_on(self.store, run, resume, execute, anew)
+        self._ended(row, run, result)
+
+    def _ended(self, row: Row, run: OpenRun, result: RunResult) -> None:
+        outcome = result.state.outcome if result.state is not None else None
+        if outcome is None:
+            row.outcome = "PAUSED" if result.paused else "STOPPED"
+        else:
+            row.outcome, row.findings = outcome.verdict, list(outcome.remaining)
+            if run.record.kept:
+                kept = ", ".join(f"{f} at {c}" for f, c in run.record.kept.items())
+                row.message = (
+                    row.message + "; " if row.message else ""
+                ) + f"overwrote later work, kept {kept}"
+        self._end(row, row.action, result.exit_code, row.message or result.message)
 
     async def _acquire(self, lock: RunLock, holder: Holder, row: Row) -> None:
         if not self.options.wait:
@@ -226,17 +232,17 @@ class BatchRunner:
         return run
 
     async def _execute(self, run: OpenRun, resume: bool, row: Row, saver: Any, lock: RunLock) -> RunResult:
-        def listen(event: dict[str, Any]) -> None:
-            kind = event.get("type")
-            if kind in ("start", "resume"):  # the ledger holds the run's earlier spending by now
-                self.pool.track(run.session.runtime.ledger)
-            elif kind == "round":
-                row.round = int(event.get("round", row.round))
-            elif kind == "spawn":
-                row.spawns += 1
-                row.tokens += int(event.get("tokens", 0))
-                row.cost += Decimal(str(event.get("cost_usd", "0") or "0"))
-                row.cache_hits += int(event.get("cache_hits", 0))
+        def listen(event: BaseEvent) -> None:
+            match event:
+                case Started():  # the ledger holds the run's earlier spending by now
+                    self.pool.track(run.session.runtime.ledger)
+                case RoundStarted():
+                    row.round = event.round
+                case Spawned():
+                    row.spawns += 1
+                    row.tokens += event.tokens
+                    row.cost += event.cost_usd
+                    row.cache_hits += event.cache_hits
             self._say(row, event)
 
         return await execute(

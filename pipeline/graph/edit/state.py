@@ -1,24 +1,23 @@
 """The interactive kinds' run state: the single-agent loop's typed records (the checkpoint format).
 
-It shares the creation state's Finding, usage, outcome and verdicts; what differs is the loop:
-one inline apply, the cold-read scope, a cold read per round and the editor's fixes.
+It shares the state base (graph.state) with the creation kinds; what differs is the loop: one
+inline apply, the cold-read scope, a cold read per round and the editor's fixes.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from pipeline.agents.usage import RoleUsage
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.findings import Finding, blocking
-from pipeline.graph.state import FileDiff, Outcome, Record, RoleReport, Status
-from pipeline.runs.records import RUN_FORMAT
+from pipeline.formats.kinds import EditKind, Status, Target
+from pipeline.graph.state import BaseUpdate, Record, Review, RunStateBase
 
 ColdScope = Literal["bounded", "whole-doc", "skipped"]
-Target = Literal["design", "mechanics", "both"]
+ColdReader = Literal["comprehension-review", "readability-auditor"]
 
 
 class Applied(Record):
@@ -72,7 +71,7 @@ class ColdRead(Record):
     """Step 4: one review role's cold read in one round."""
 
     round: int
-    role: str
+    role: ColdReader
     status: Status
     verdict: str
     error: str | None = None
@@ -96,17 +95,9 @@ class EditRound(Record):
     inconclusive: list[str] = Field(default_factory=list)
 
 
-class EditState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    format: int = RUN_FORMAT
-    run_id: str
-    kind: str
+class EditState(RunStateBase):
+    kind: EditKind
     request: EditRequest
-    round: int = 1
-    budget: int = 3
-    draft: str = ""
-    """The primary file (design.md, or design-mechanics.md for mechanics-edit)."""
     applied: Applied | None = None
     sync: SyncDelta | None = None
     scope: Scope | None = None
@@ -114,20 +105,11 @@ class EditState(BaseModel):
     reads: Annotated[list[ColdRead], operator.add] = Field(default_factory=list)
     merged: list[Finding] = Field(default_factory=list)
     fixes: Annotated[list[FixTurn], operator.add] = Field(default_factory=list)
-    notes: Annotated[list[str], operator.add] = Field(default_factory=list)
-    usage: Annotated[list[RoleUsage], operator.add] = Field(default_factory=list)
     history: Annotated[list[EditRound], operator.add] = Field(default_factory=list)
-    reports: Annotated[list[RoleReport], operator.add] = Field(default_factory=list)
-    """The mechanical checks of every round (the cold reads are kept in ``reads``)."""
-    outcome: Outcome | None = None
-    review_entry: int | None = None
-    diff: list[FileDiff] = Field(default_factory=list)
-    """The real diff of every file the edit changed (the review log and --json say it)."""
     sync_suggestion: str | None = None
-    summary: str | None = None
 
-    def budget_left(self) -> bool:
-        return self.round < self.budget
+    def reviews(self) -> list[Review]:
+        return [*super().reviews(), *(Review(r.round, r.role, r.status, r.findings) for r in self.reads)]
 
     def this_round_reads(self) -> list[ColdRead]:
         return [r for r in self.reads if r.round == self.round]
@@ -137,10 +119,7 @@ class EditState(BaseModel):
         return blocking(self.merged)
 
 
-class EditUpdate(TypedDict, total=False):
-    round: int
-    budget: int
-    draft: str
+class EditUpdate(BaseUpdate, total=False):
     applied: Applied
     sync: SyncDelta
     scope: Scope
@@ -148,12 +127,5 @@ class EditUpdate(TypedDict, total=False):
     reads: list[ColdRead]
     merged: list[Finding]
     fixes: list[FixTurn]
-    notes: list[str]
-    usage: list[RoleUsage]
     history: list[EditRound]
-    reports: list[RoleReport]
-    outcome: Outcome
-    review_entry: int
-    diff: list[FileDiff]
     sync_suggestion: str
-    summary: str

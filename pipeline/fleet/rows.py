@@ -1,5 +1,5 @@
 """A batch's rows and what decides each directory's action: the data ``designloop batch`` and
-``designloop enqueue`` share (graph.batch runs a batch, graph.worker queues one).
+``designloop enqueue`` share (fleet.batch runs a batch, fleet.worker queues one).
 
 A directory is skipped when its latest run of the kind finished (PASS, SHOULD-FIX REMAINS,
 BLOCKER REMAINS, DECISION NEEDED) on the very inputs it has now and left the outputs on disk
@@ -28,15 +28,14 @@ from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
-from pipeline.graph.runner import exit_code_for
+from pipeline.formats.kinds import CreationKind
+from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
-from pipeline.runs.events import EventLog
 from pipeline.runs.fingerprint import Fingerprints, output_files, outputs_digest
-from pipeline.runs.lock import RunLock, holder_for
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
-from pipeline.runs.setup import OpenRun, RunPlan, plan_run, start_run
-from pipeline.runs.store import RunStore, emit
+from pipeline.runs.setup import RunPlan, plan_run
+from pipeline.runs.store import RunStore
 from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
@@ -57,7 +56,7 @@ EXIT_RANK = (
 
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
-    kind: str
+    kind: CreationKind
     session: SessionOptions
     jobs: int = 4
     warmup: bool = True
@@ -123,7 +122,7 @@ class Row:
         record, view = before
         verdict = view.outcome or PASS
         self.run_id, self.outcome = record.run_id, verdict
-        self.findings = [Finding.model_validate(f) for f in view.findings]
+        self.findings = list(view.findings)
         code = exit_code_for(verdict, fail_on) if verdict in FINISHED else ExitCode.OK
         what = "design inputs unchanged and every claim current" if stale_only else "inputs unchanged"
         again = f"{what} since run {record.run_id} ({verdict}); --force runs it again"
@@ -149,7 +148,7 @@ class Row:
 @dataclass(slots=True)
 class Batch:
     batch_id: str
-    kind: str
+    kind: CreationKind
     rows: list[Row] = field(default_factory=list)
 
     @property
@@ -188,7 +187,7 @@ class Batch:
         }
 
 
-def new_batch_id(kind: str) -> str:
+def new_batch_id(kind: CreationKind) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-batch-{'p1' if kind == 'phase1-creation' else 'p4'}-{secrets.token_hex(3)}"
 
@@ -254,7 +253,7 @@ def decide(
     return None
 
 
-def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dict[str, Previous]:
+def latest_runs(store: RunStore, kind: CreationKind, directory: str | None = None) -> dict[str, Previous]:
     """The latest run of ``kind`` of each design directory (by its recorded path); with
     ``directory``, of that one only (read afresh, e.g. once its lock is held)."""
     by_dir: dict[str, list[RunRecord]] = {}
@@ -274,7 +273,9 @@ def latest_runs(store: RunStore, kind: str, directory: str | None = None) -> dic
     return found
 
 
-def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: str) -> bool:
+def unchanged(
+    previous: tuple[RunRecord, RunView] | None, inputs: str, design: DesignDir, kind: CreationKind
+) -> bool:
     """Whether the directory's last run finished on these very inputs and left these outputs."""
     if previous is None:
         return False
@@ -287,7 +288,7 @@ def unchanged(previous: tuple[RunRecord, RunView] | None, inputs: str, design: D
     )
 
 
-def current(row: Row, previous: Previous, plan: RunPlan, kind: str) -> bool:
+def current(row: Row, previous: Previous, plan: RunPlan, kind: CreationKind) -> bool:
     """``--stale-only``: whether the last run finished on these design inputs, left these
     outputs, and every claim of what it wrote still stands (its reasons go on the row)."""
     record, view = previous
@@ -313,21 +314,3 @@ def fingerprint(plan: RunPlan, fingerprints: Fingerprints, code: bool = True) ->
     (without ``code``: all but the code)."""
     runtime = plan.session.runtime
     return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime), code)
-
-
-def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None = None) -> OpenRun:
-    """Start the planned run with its fingerprint, in the store; the directory's lock, when held,
-    names it from now on (not a run it replaces)."""
-    if lock is not None:
-        lock.relabel(holder_for(plan.run_id))
-    plan.inputs = inputs
-    run = start_run(plan)
-    store.register(run.run_dir)
-    return run
-
-
-def record_outputs(store: RunStore, run: OpenRun) -> None:
-    """After a finished run: the digest of the outputs it left (once), so that the next batch can
-    tell they are unchanged (runs.fingerprint)."""
-    if not EventLog(run.run_dir).recorded("outputs"):
-        emit(store, run.run_dir, "outputs", digest=outputs_digest(run.design, run.record.kind))

@@ -7,65 +7,70 @@ import datetime as dt
 import hashlib
 from pathlib import Path
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from pipeline.agents.inputs import NONE, RoundInputs, params_for, second_check_role
-from pipeline.agents.review import write_review_file
+from pipeline.agents.inputs import NONE, RoundInputs, params_for
 from pipeline.formats.anchor import anchor_across
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
+from pipeline.formats.review_file import write_review_file
 from pipeline.formats.settled import SettledState
-from pipeline.graph.author import fingerprint
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.state import Comprehension, Inconclusive, RoleReport, RunState, Surfaced, Update
+from pipeline.graph.create.author import fingerprint
+from pipeline.graph.create.state import (
+    COMPREHENSION,
+    Comprehension,
+    Inconclusive,
+    RunState,
+    Surfaced,
+    Update,
+    second_role,
+)
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.state import RoleReport
+from pipeline.runs.check_events import ComprehensionCheck, GateCheck
+from pipeline.runs.events import Surfaced as SurfacedEvent
 
 
-def step4_s3_gate(state: RunState, config: RunnableConfig) -> Update:
+def step4_s3_gate(state: RunState, runtime: RunContext) -> Update:
     """The S3 freeze-order gate: the comprehension gate waits for a resolved adversarial gate.
 
     The interrupt comes first and the node has no side effect, so a resume simply re-reads
     the research log and either passes or pauses again.
     """
-    deps = deps_of(config)
+    deps = runtime.context
     gate = load_research_log(deps.design.research_log).gate()
     while gate.state != "resolved":
         interrupt({"gate": gate.to_json(), "research_log": deps.rel(deps.design.research_log)})
         gate = load_research_log(deps.design.research_log).gate()
-    deps.events.emit("check", round=state.round, check="s3-gate", state="resolved")
+    deps.events.emit(GateCheck(round=state.round, state="resolved"))
     return {}
 
 
 def companions(state: RunState, deps: RunDeps) -> list[Path]:
     """The companion the comprehension gate reads beside the draft, when there is one."""
     inputs = RoundInputs(deps.design, state.kind, state.round, deps.abs(state.draft), target=state.target)
-    named = params_for("comprehension-review", inputs).design_mechanics_path
+    named = params_for(COMPREHENSION, inputs).design_mechanics_path
     return [deps.abs(named)] if named and named != NONE and deps.abs(named).is_file() else []
 
 
-async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> Update:
+async def step4_comprehension_gate(state: RunState, runtime: RunContext) -> Update:
     """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate)."""
-    deps = deps_of(config)
+    deps = runtime.context
     round_ = state.round
     inputs = RoundInputs(deps.design, state.kind, round_, deps.abs(state.draft), target=state.target)
-    params = params_for("comprehension-review", inputs)
+    params = params_for(COMPREHENSION, inputs)
     files = [(state.draft, deps.abs(state.draft))] + [(deps.rel(p), p) for p in companions(state, deps)]
     digest = fingerprint(*(path for _, path in files))
     result, usage = await deps.spawn(params)
     review = result.review
-    findings = [f.located(role=result.role) for f in review.findings] if review else []
+    findings = [f.located(role=COMPREHENSION) for f in review.findings] if review else []
     findings = anchor_across(findings, files)
     if params.output_path is not None and review is not None:
         write_review_file(deps.abs(params.output_path), review)
     verdict = review.verdict if review else "INCONCLUSIVE"
     deps.events.emit(
-        "check",
-        round=round_,
-        check="comprehension",
-        verdict=verdict,
-        findings=len(blocking(findings)),
-        found=[f.model_dump(mode="json") for f in findings],
+        ComprehensionCheck(round=round_, verdict=verdict, findings=len(blocking(findings)), found=findings)
     )
     comprehension = Comprehension(
         round=round_,
@@ -76,7 +81,7 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         output_path=params.output_path,
         digest=digest,
     )
-    report = RoleReport(round=round_, role=result.role, status=result.status, findings=findings)
+    report = RoleReport(round=round_, role=COMPREHENSION, status=result.status, findings=findings)
     update: Update = {"comprehension": comprehension, "usage": [usage], "reports": [report]}
     fan = state.fanout
     if fan is not None and blocking(findings):
@@ -87,7 +92,7 @@ async def step4_comprehension_gate(state: RunState, config: RunnableConfig) -> U
         settled.unsettle(fan.hashes, fan.spans(), own, round_)
         update["settled"] = settled.sections
     if result.status != "ok":
-        update["inconclusive"] = [Inconclusive(round=round_, role=result.role, error=result.error)]
+        update["inconclusive"] = [Inconclusive(round=round_, role=COMPREHENSION, error=result.error)]
     return update
 
 
@@ -99,14 +104,14 @@ def decision_shaped(state: RunState) -> list[Finding]:
         out += [f for f in comprehension.findings if f.decision_shaped]
     evaluation = state.this_round_evaluation()
     if evaluation is not None:
-        role = second_check_role(state.kind)
+        role = second_role(state.kind)
         out += [f.located(role=role) for f in evaluation.surface]
     return out
 
 
-def step4_surface_decision(state: RunState, config: RunnableConfig) -> Update:
+def step4_surface_decision(state: RunState, runtime: RunContext) -> Update:
     """A decision-shaped finding goes to the research log and re-opens the adversarial gate."""
-    deps = deps_of(config)
+    deps = runtime.context
     surfaced = []
     for finding in decision_shaped(state):
         role = finding.role or "reviewer"
@@ -118,5 +123,7 @@ def step4_surface_decision(state: RunState, config: RunnableConfig) -> Update:
         surfaced.append(
             Surfaced(round=state.round, role=role, decision=number, marker=marker, message=finding.message)
         )
-        deps.events.emit("surfaced", round=state.round, role=role, decision=number, message=finding.message)
+        deps.events.emit(
+            SurfacedEvent(round=state.round, role=role, decision=number, message=finding.message)
+        )
     return {"surfaced": surfaced}

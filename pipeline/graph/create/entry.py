@@ -7,10 +7,6 @@ lines say SKIPPED or INCONCLUSIVE where a review did not happen, never PASS.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
-from pathlib import Path
-
 from pipeline.agents.psi import build_index
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.design_doc import DesignDoc, load_design, parse_design
@@ -18,9 +14,9 @@ from pipeline.formats.findings import blocking
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.plan import load_tracks
 from pipeline.formats.research_log import load_research_log
-from pipeline.formats.section_diff import section_changes as changed_sections
-from pipeline.formats.textio import TextFile, read_text
-from pipeline.graph.state import FileDiff, RunState
+from pipeline.formats.textio import TextFile, decode
+from pipeline.graph.create.state import RunState
+from pipeline.graph.deps import RunDeps
 
 MAX_SUGGESTIONS = 10
 
@@ -138,43 +134,7 @@ def suggestions(state: RunState) -> list[str]:
     return items
 
 
-def read_before(run_dir: Path) -> TextFile | None:
+def read_before(deps: RunDeps, draft: str) -> TextFile | None:
     """The draft as it was before the run (its before-snapshot), when there was one."""
-    path = run_dir / "before.md"
-    return read_text(path, what="the run's before-snapshot") if path.is_file() else None
-
-
-def real_diff(files: Iterable[tuple[str, bytes | None, bytes | None]]) -> list[FileDiff]:
-    """What changed in each file (repository-relative name, bytes before, bytes after; None
-    when absent): its sections added, removed and changed, and its lines. Files left as they
-    were are not listed. Computed from the bytes alone, never from a model's summary."""
-    out: list[FileDiff] = []
-    for name, before, after in files:
-        if before == after:
-            continue
-        old = before.decode("utf-8", "replace").splitlines() if before is not None else []
-        new = after.decode("utf-8", "replace").splitlines() if after is not None else []
-        added = removed = 0
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-            if tag != "equal":
-                removed += i2 - i1
-                added += j2 - j1
-        diff = FileDiff(
-            file=name,
-            created=before is None,
-            deleted=after is None,
-            lines_added=added,
-            lines_removed=removed,
-        )
-        if before is not None and after is not None:
-            sections = changed_sections("\n".join(old), "\n".join(new), Path(name))
-            diff = diff.model_copy(
-                update={"added": sections.added, "removed": sections.removed, "changed": sections.changed}
-            )
-        out.append(diff)
-    return out
-
-
-def describe_diff(diffs: list[FileDiff]) -> str:
-    """``design.md: changed §"A" (+3 -2 lines)`` for each changed file, or that none changed."""
-    return "; ".join(d.describe() for d in diffs) if diffs else "no file changed"
+    data = deps.before(deps.abs(draft))
+    return decode(data, deps.abs(draft)) if data is not None else None

@@ -7,10 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
-from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for, second_check_role
+from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
@@ -22,28 +21,32 @@ from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 from pipeline.formats.slices import assert_fanout
-from pipeline.graph.author import fingerprint
-from pipeline.graph.deps import RunDeps, deps_of
-from pipeline.graph.state import (
+from pipeline.graph.create.author import fingerprint
+from pipeline.graph.create.state import (
+    AUDITOR,
     Audit,
     CheckTask,
     Evaluation,
     FanOut,
     Inconclusive,
     Merged,
-    RoleReport,
     RoundHistory,
     RunState,
     SecondCheck,
     SectionSpan,
     SliceTask,
     Update,
+    second_role,
 )
+from pipeline.graph.deps import RunContext, RunDeps
+from pipeline.graph.state import RoleReport
+from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck
+from pipeline.runs.events import Settled, SliceSkipped, Stopped, Warmed
 
 
-def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
+def step3_mechanical_checks(state: RunState, runtime: RunContext) -> Update:
     """Step 3: the mechanical checks on the just-written draft."""
-    deps = deps_of(config)
+    deps = runtime.context
     if state.author is None or not state.author.draft_ok:
         return {"mechanical": []}
     d = deps.design
@@ -68,32 +71,34 @@ def step3_mechanical_checks(state: RunState, config: RunnableConfig) -> Update:
     for document in (request.design_path, *([mechanics] if mechanics else [])):
         findings += deps.grounding.resolve(document).findings
     deps.events.emit(
-        "check",
-        round=state.round,
-        check="mechanical",
-        findings=len(findings),
-        blockers=sum(1 for f in findings if f.severity == "blocker"),
-        found=[f.model_dump(mode="json") for f in findings],
+        MechanicalCheck(
+            round=state.round,
+            findings=len(findings),
+            blockers=sum(1 for f in findings if f.severity == "blocker"),
+            target=request.target,
+            scope=request.scope,
+            found=findings,
+        )
     )
     report = RoleReport(round=state.round, role=MECHANICAL, findings=findings)
     return {"mechanical": findings, "mechanical_target": request.target, "reports": [report]}
 
 
-def step4_plan_fanout(state: RunState, config: RunnableConfig) -> Update:
+def step4_plan_fanout(state: RunState, runtime: RunContext) -> Update:
     """Step 4 (per round): the deterministic partition, the settled-state skips, the self-check."""
-    deps = deps_of(config)
+    deps = runtime.context
     doc = load_design(deps.abs(state.draft))
     slices = deps.partition(doc.lines, deps.limits)
     try:
         assert_fanout(len(slices), doc.lines, deps.limits)
     except WiringError as exc:
-        deps.events.emit("stopped", message=exc.message)
+        deps.events.emit(Stopped(message=exc.message))
         raise
     hashes = section_hashes(doc)
     skip = SettledState(dict(state.settled)).skippable(slices, spans_of(doc), hashes)
     for index, (part, skipped) in enumerate(zip(slices, skip, strict=True)):
         if skipped:
-            deps.events.emit("slice_skipped", round=state.round, slice=list(part), index=index)
+            deps.events.emit(SliceSkipped(round=state.round, slice=part, index=index))
     return {
         "fanout": FanOut(
             round=state.round,
@@ -138,27 +143,27 @@ def _inputs(deps: RunDeps, task: SliceTask | CheckTask) -> RoundInputs:
     return RoundInputs(deps.design, task.kind, task.round, deps.abs(task.draft))
 
 
-async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> Update:
+async def step4_audit_slice(payload: dict[str, Any], runtime: RunContext) -> Update:
     """One cold readability auditor on one slice; where the provider caches prompts, the
     fan-out's other spawns start once the first one's first answer is in (graph.warmup)."""
-    deps = deps_of(config)
+    deps = runtime.context
     task = SliceTask.model_validate(payload)
     params = params_for(
-        "readability-auditor", _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
+        AUDITOR, _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
     )
-    if not deps.warms_up("readability-auditor"):
+    if not deps.warms_up(AUDITOR):
         result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
     elif task.warm:
 
         def warmed() -> None:
-            deps.events.emit("warmed", round=task.round)
+            deps.events.emit(Warmed(round=task.round))
 
-        with deps.warm.first(task.round, warmed):
-            result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
+        with deps.warm.first(task.round, warmed) as answered:
+            result, usage = await deps.spawn(params, task.index, warmup_wait=0.0, first_answer=answered)
     else:
         waited = await deps.warm.wait(task.round, deps.settings.warmup_cap)
         result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
-    findings = [f.located(task.draft, result.role) for f in result.review.findings] if result.review else []
+    findings = [f.located(task.draft, AUDITOR) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
     audit = Audit(
         round=task.round,
@@ -172,11 +177,11 @@ async def step4_audit_slice(payload: dict[str, Any], config: RunnableConfig) -> 
     return {"audits": [audit], "usage": [usage]}
 
 
-async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) -> Update:
+async def step4_second_check(payload: dict[str, Any], runtime: RunContext) -> Update:
     """The round's second check: absorption at phase 1, fidelity at phase 4."""
-    deps = deps_of(config)
+    deps = runtime.context
     task = CheckTask.model_validate(payload)
-    role = second_check_role(task.kind)
+    role = second_role(task.kind)
     inputs = _inputs(deps, task)
     if role == "fidelity-check" and deps.runtime.model_specs.get(role, OFFLINE) != OFFLINE:
         # A model reads the exact code each sentence rests on: the draft's claims and spans.
@@ -191,20 +196,18 @@ async def step4_second_check(payload: dict[str, Any], config: RunnableConfig) ->
     return {"seconds": [check], "usage": [usage]}
 
 
-def step5_merge(state: RunState, config: RunnableConfig) -> Update:
+def step5_merge(state: RunState, runtime: RunContext) -> Update:
     """Step 5: the round's auditor and second-check findings, each as one deduplicated list."""
     audits = sorted((a for a in state.audits if a.round == state.round), key=lambda a: a.index)
     seconds = [s for s in state.seconds if s.round == state.round]
     second = seconds[-1] if seconds else None
     failed = [
-        Inconclusive(
-            round=a.round, role="readability-auditor", where=f"slice {a.slice[0]}-{a.slice[1]}", error=a.error
-        )
+        Inconclusive(round=a.round, role=AUDITOR, where=f"slice {a.slice[0]}-{a.slice[1]}", error=a.error)
         for a in audits
         if a.status != "ok"
     ]
     if second is None or second.status != "ok":
-        role = second.role if second else second_check_role(state.kind)
+        role = second.role if second else second_role(state.kind)
         failed.append(Inconclusive(round=state.round, role=role, error=second.error if second else None))
     inconclusive = [f"{i.role} {i.where}".strip() for i in failed]
     return {
@@ -219,9 +222,9 @@ def step5_merge(state: RunState, config: RunnableConfig) -> Update:
     }
 
 
-def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
+def step6_evaluate(state: RunState, runtime: RunContext) -> Update:
     """Step 6: the dual-clean evaluation, with the settled-state filter."""
-    deps = deps_of(config)
+    deps = runtime.context
     fan, merged = state.fanout, state.merged
     assert fan is not None and merged is not None
     round_ = state.round
@@ -242,15 +245,15 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
     dual_clean = not blocking(kept) and not blocking(second) and not merged.inconclusive
     share = merged.prefix_share
     deps.events.emit(
-        "check",
-        round=round_,
-        check="dual-clean",
-        clean=dual_clean,
-        auditor=len(blocking(kept)),
-        second=len(blocking(second)),
-        inconclusive=merged.inconclusive,
-        prefix_share=round(share, 4),
-        found=[f.model_dump(mode="json") for f in kept + second],
+        DualCleanCheck(
+            round=round_,
+            clean=dual_clean,
+            auditor=len(blocking(kept)),
+            second=len(blocking(second)),
+            inconclusive=merged.inconclusive,
+            prefix_share=round(share, 4),
+            found=kept + second,
+        )
     )
     evaluation = Evaluation(
         round=round_,
@@ -272,6 +275,6 @@ def step6_evaluate(state: RunState, config: RunnableConfig) -> Update:
         prefix_share=round(share, 4),
     )
     deps.events.emit(
-        "settled", round=round_, sections=sorted(n for n, r in settled.sections.items() if r.settled)
+        Settled(round=round_, sections=sorted(n for n, r in settled.sections.items() if r.settled))
     )
     return {"evaluation": evaluation, "settled": settled.sections, "history": [history]}

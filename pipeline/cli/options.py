@@ -1,0 +1,180 @@
+"""Every option more than one command takes, defined once; each command's flags as one object;
+and what the shared options resolve to (the runs directory, the run store, ``--fail-on``).
+
+A command's function lists its options (typer reads them from its signature) and hands them on
+as one flags object, by name: no helper takes a dozen values in a row.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pipeline.errors import InputError
+
+if TYPE_CHECKING:
+    from pipeline.agents.session import SessionOptions
+    from pipeline.runs.records import FailOn
+    from pipeline.runs.store import RunStore
+
+ModelOpt = Annotated[str | None, typer.Option("--model", help="pydantic-ai model string for every role")]
+RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="ROLE=MODEL, repeatable")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
+BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
+CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
+RequestsOpt = Annotated[
+    int | None,
+    typer.Option("--max-requests", help="the most model requests one spawn may make ([run] spawn_requests)"),
+]
+RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="postgresql://... keeps runs in PostgreSQL (default: DESIGNLOOP_STORE, else local files)",
+    ),
+]
+NoWarmupOpt = Annotated[bool, typer.Option("--no-warmup", help="spawn every auditor slice at once")]
+FailOnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="blocker (default): only BLOCKER REMAINS exits 1; should-fix: SHOULD-FIX REMAINS exits 1 too",
+    ),
+]
+WaitOpt = Annotated[
+    bool, typer.Option("--wait", help="if another run is working on the directory, start when it is done")
+]
+CodeRootOpt = Annotated[
+    Path | None, typer.Option("--code-root", help="where the code the design describes lives")
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="run even over later work (edits logged since the last create, a hand-edited "
+        "document); the overwritten files are kept under runs/<run-id>/",
+    ),
+]
+DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
+
+
+def parse_fail_on(value: str | None) -> FailOn | None:
+    """``--fail-on``: blocker or should-fix (None: not given)."""
+    if value is None:
+        return None
+    if value == "blocker":
+        return "blocker"
+    if value == "should-fix":
+        return "should-fix"
+    raise InputError(f"--fail-on {value!r} is not blocker or should-fix", hint="e.g. --fail-on should-fix")
+
+
+def runs_dir_of(runs_dir: Path | None) -> Path:
+    """``--runs-dir``, or the repository's runs directory; never one reached through a link."""
+    from pipeline.agents.session import check_runs_link
+    from pipeline.settings import default_runs_dir, repo_root
+
+    given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
+    check_runs_link(given)
+    return given.resolve()
+
+
+def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
+    """The run store the command works against: --store, DESIGNLOOP_STORE, else local files."""
+    from pipeline.runs.store import open_store as open_
+
+    return open_(store, runs_dir_of(runs_dir))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionFlags:
+    """The models a run uses and what it may spend: every command that runs roles takes these."""
+
+    model: str | None = None
+    role_model: list[str] | None = None
+    base_url: str | None = None
+    budget: int | None = None
+    max_cost: str | None = None
+    runs_dir: Path | None = None
+    max_requests: int | None = None
+
+    def session(self) -> SessionOptions:
+        from pipeline.agents.session import SessionOptions
+
+        return SessionOptions(
+            model=self.model,
+            role_models=tuple(self.role_model or ()),
+            base_url=self.base_url,
+            budget_tokens=self.budget,
+            max_cost=self.max_cost,
+            runs_dir=runs_dir_of(self.runs_dir),
+            max_requests=self.max_requests,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFlags(SessionFlags):
+    """``create`` and ``final``."""
+
+    no_warmup: bool = False
+    code_root: Path | None = None
+    fail_on: str | None = None
+    wait: bool = False
+    as_json: bool = False
+    store: str | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeFlags:
+    """``resume``: a new budget, cost cap or request limit replaces the recorded one."""
+
+    budget: int | None = None
+    max_cost: str | None = None
+    runs_dir: Path | None = None
+    fail_on: str | None = None
+    wait: bool = False
+    as_json: bool = False
+    store: str | None = None
+    max_requests: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EditFlags(SessionFlags):
+    """``edit``: the change (its payload flags as the edit request takes them) and the run's."""
+
+    kind: str
+    section: str | None = None
+    old: str | None = None
+    new: str | None = None
+    content: Path | None = None
+    to: str | None = None
+    after: str | None = None
+    instruction: str | None = None
+    stale_choice: str | None = None
+    fail_on: str | None = None
+    wait: bool = False
+    as_json: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchFlags(SessionFlags):
+    """``batch create|final`` (and, without the batch's own limits and files, ``enqueue``)."""
+
+    jobs: int = 4
+    batch_budget: int | None = None
+    batch_max_cost: str | None = None
+    store: str | None = None
+    no_warmup: bool = False
+    fail_on: str | None = None
+    wait: bool = False
+    as_json: bool = False
+    sarif: Path | None = None
+    force: bool = False
+    stale_only: bool = False
