@@ -25,6 +25,7 @@ from pipeline.cli.options import (
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
+    StaleOnlyOpt,
     StoreOpt,
     WaitOpt,
     parse_fail_on,
@@ -55,14 +56,6 @@ BatchBudgetOpt = Annotated[
 BatchCostOpt = Annotated[
     str | None,
     typer.Option("--batch-max-cost", help="stop every run cleanly once the batch spent this many USD"),
-]
-StaleOnlyOpt = Annotated[
-    bool,
-    typer.Option(
-        "--stale-only",
-        help="skip by the design inputs and the claims ledgers instead of the whole code: run only "
-        "where a design input changed or a claim went stale",
-    ),
 ]
 SarifOpt = Annotated[
     Path | None, typer.Option("--sarif", help="also write the batch's findings as SARIF 2.1.0 to this file")

@@ -61,6 +61,14 @@ ForceOpt = Annotated[
         "document); the overwritten files are kept under runs/<run-id>/",
     ),
 ]
+StaleOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--stale-only",
+        help="skip by the design inputs and the claims ledgers instead of the whole code: run only "
+        "where a design input changed or a claim went stale",
+    ),
+]
 DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
 
 
@@ -178,3 +186,4 @@ class BatchFlags(SessionFlags):
     sarif: Path | None = None
     force: bool = False
     stale_only: bool = False
+    """Skip by the design inputs and the claims ledgers instead of the whole code (fleet.rows)."""
