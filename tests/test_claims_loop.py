@@ -9,12 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from agentkit import make_repo
+from batchkit import open_gate
 from conftest import run_cli
 from graphkit import PASS, go, returns, start, writes
 
 from pipeline.agents.drift import Drift
+from pipeline.errors import ExitCode
 from pipeline.formats.claims_ledger import ledger_path, load_ledger
+from pipeline.formats.contracts import AuthorOutput
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.state import Outcome
+from pipeline.offline.observe import Observations, required
 from pipeline.runs.check_events import MechanicalCheck
 from pipeline.runs.event_log import events_of
 from pipeline.runs.events import ClaimsLedgered, Spawned
@@ -156,3 +161,35 @@ def test_an_edit_writes_the_ledger_afresh(tmp_path: Path) -> None:
     after = load_ledger(ledger_path(d.design))
     store = next(e for e in after.claims if e.mention == "RedisStore")
     assert store.file == "code/ratelimit/store.py" and store.kind == "symbol"
+
+
+def test_a_run_paused_at_the_gate_leaves_the_ledger_of_its_draft(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    open_gate(d.root)
+    run_dir = start(d, tmp_path)
+    clean = DRAFT.replace("`TokenBucket.tkae` is a name the code does not have.\n", "")
+    models = {"design-author": writes(lambda r: clean), "absorption-check": returns(PASS)}
+    assert go(run_dir, models).exit_code == ExitCode.GATE_PAUSED
+    ledger = load_ledger(ledger_path(d.design))  # the draft on disk, paused at the gate
+    assert "TokenBucket.take" in {e.mention for e in ledger.claims}
+    assert [e.files for e in events_of(run_dir, ClaimsLedgered)] == [{"docs/adr/0001/_workflow/design.md": 2}]
+    states = Drift(d.repo_root).check(d.design, ledger)
+    assert states and all(s.status == "current" for s in states)
+
+
+def test_a_run_stopped_by_its_request_limit_leaves_the_ledger_of_its_draft(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    (d.repo_root / "designloop.toml").write_text("[run]\nspawn_requests = 5\n")
+    run_dir = start(d, tmp_path)
+    assert go(run_dir, {"design-author": writes_then_reads}).exit_code == ExitCode.BUDGET
+    assert "TokenBucket.take" in {e.mention for e in load_ledger(ledger_path(d.design)).claims}
+    assert len(events_of(run_dir, ClaimsLedgered)) == 1
+
+
+def writes_then_reads(params: SpawnParams, obs: Observations) -> AuthorOutput:
+    """An author that writes the draft, then reads on past its request limit."""
+    output = required(params.output_path, "output_path")
+    obs.call("write", path=output, content=DRAFT)
+    for offset in range(1, 30):
+        obs.call("read", path=output, offset=offset, limit=1)
+    return AuthorOutput(summary="wrote it", output_path=output)

@@ -64,7 +64,9 @@ class RunDeps:
 
     def refresh_claims(self, kind: Kind) -> None:
         """Write the claims ledger of every document a run of ``kind`` writes, from the bytes on
-        disk and the code (no model), and record how many claims each holds."""
+        disk and the code (no model), and record how many claims each holds: when the run
+        finishes (graph.finish), pauses at the gate or stops on a budget (graph.runner), so
+        the documents it leaves always have their ledgers."""
         counts: dict[str, int] = {}
         notes: list[str] = []
         for path in written_files(self.design, kind):
