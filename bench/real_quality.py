@@ -22,7 +22,15 @@ comprehension reviewer on each document, the adversarial review on each research
 - seconds per role on a 1,000-line and an 8,500-line design built from the corpus, side by side.
 
 ``--labels-sample N`` prints N unlabelled findings (all blocking ones first, then a random
-sample of the suggestions, shuffled with a fixed seed) for labelling.
+sample of the suggestions, shuffled with a fixed seed) for labelling. ``--export FILE``
+writes, for a reader who has not seen the engine, every blocker and should-fix finding and a
+sample of ``--export-suggestions`` suggestions (drawn with ``--seed``), one JSON object per
+line: id, role, severity, rule, file, line, quote, message and three lines of context either
+side.
+
+``held-out-2`` (Matrix's spec proposals, TensorFlow's RFCs, Ethereum's EIPs) was exported so
+once the engine was frozen and judged by an independent reader: right, not-worth-it or wrong,
+kept in labels-held-out-2.toml as useful, noise and wrong.
 """
 
 from __future__ import annotations
@@ -54,9 +62,9 @@ from pipeline.formats.prose import parse_prose  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 REAL = ROOT / "tests" / "corpus" / "real"
-SETS = ("original", "tuning", "held-out")
+SETS = ("original", "tuning", "held-out", "held-out-2")
 DEFAULT_SETS = ("original", "tuning")
-LABEL_FILES = {"held-out": "labels-held-out.toml"}
+LABEL_FILES = {"held-out": "labels-held-out.toml", "held-out-2": "labels-held-out-2.toml"}
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
 BLOCKING = ("blocker", "should-fix")
@@ -330,12 +338,104 @@ def print_sample(items: list[Item], labels: dict[Any, Any], texts: dict[str, lis
         print(json.dumps({**dataclasses.asdict(item), "context": context}, ensure_ascii=False))
 
 
+def export(items: list[Item], texts: dict[str, list[str]], path: Path, size: int, seed: int) -> int:
+    """Every blocking finding and a seeded sample of ``size`` suggestions, for a reader."""
+    blocking = [i for i in items if i.severity in BLOCKING]
+    rest = [i for i in items if i.severity not in BLOCKING]
+    sample = random.Random(seed).sample(rest, min(size, len(rest)))
+    chosen = blocking + sorted(sample, key=lambda i: (i.doc, i.line or 0, i.rule))
+    with path.open("w", encoding="utf-8") as out:
+        for n, item in enumerate(chosen, start=1):
+            lines = texts[item.doc]
+            at = item.line or 1
+            context = "\n".join(
+                f"{k}: {lines[k - 1]}" for k in range(max(1, at - 3), min(len(lines), at + 3) + 1)
+            )
+            record = {
+                "id": f"F{n:03d}",
+                "role": item.role,
+                "severity": item.severity,
+                "rule": item.rule,
+                "file": f"tests/corpus/real/{item.doc}",
+                "line": item.line,
+                "quote": item.quote,
+                "message": item.message,
+                "context": context,
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(chosen)
+
+
+READER_LABELS = {"right": "useful", "not-worth-it": "noise", "wrong": "wrong"}
+"""The independent reader's labels, in the judgements of labels.toml."""
+
+
+def import_labels(findings: Path, labels: Path, out: Path) -> int:
+    """Join an independent reader's labels (id, label, reason) with the exported findings
+    they judge, and write them as a labels file keyed like the others (doc, rule, line,
+    quote), each naming its labeller."""
+    exported = {
+        row["id"]: row
+        for row in (json.loads(x) for x in findings.read_text(encoding="utf-8").splitlines() if x.strip())
+    }
+    judged = [json.loads(x) for x in labels.read_text(encoding="utf-8").splitlines() if x.strip()]
+    blocks = [
+        "# Labels for the offline reviewers' findings on the SECOND HELD-OUT set of tests/corpus/real\n"
+        "# (bench/real_quality.py --set held-out-2), made once, on the engine frozen before any of\n"
+        "# its findings on this set were looked at, by an independent reader who had not seen the\n"
+        "# engine's code. The sample is every should-fix and a seeded sample of the suggestions\n"
+        "# (bench/real_quality.py --export). The reader's labels right / not-worth-it / wrong are kept\n"
+        "# as useful / noise / wrong, the judgements of labels.toml, with the reader's reason.\n"
+    ]
+    for label in sorted(judged, key=lambda x: str(x["id"])):
+        row = exported[label["id"]]
+        fields = {
+            "id": label["id"],
+            "doc": row["file"].removeprefix("tests/corpus/real/"),
+            "rule": row["rule"],
+            "line": row["line"],
+            "quote": row["quote"],
+            "role": row["role"],
+            "severity": row["severity"],
+            "judgement": READER_LABELS[label["label"]],
+            "reason": " ".join(str(label.get("reason", "")).split()),
+            "labeller": "independent reader",
+        }
+        body = "\n".join(
+            f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items() if v is not None
+        )
+        blocks.append(f"[[label]]\n{body}\n")
+    out.write_text("\n".join(blocks), encoding="utf-8")
+    return len(judged)
+
+
+def worth_reading(items: list[Item], labels: dict[Any, tuple[str, str]]) -> str:
+    """Suggestions per role: how many of the labelled ones were worth an author's time."""
+    rows = defaultdict(list)
+    for item in items:
+        label = labels.get(item.key)
+        if label is not None and item.severity not in BLOCKING:
+            rows[item.role].append(label[0])
+            rows["all"].append(label[0])
+    return "; ".join(
+        f"{role}: {judged.count('useful')} of {len(judged)} ({judged.count('useful') / len(judged):.2f})"
+        for role, judged in sorted(rows.items())
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--set", action="append", choices=SETS, dest="sets")
     parser.add_argument("--labels-sample", type=int, default=0)
     parser.add_argument("--no-timings", action="store_true")
+    parser.add_argument("--export", type=Path)
+    parser.add_argument("--export-suggestions", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--import-labels", nargs=3, type=Path, metavar=("FINDINGS", "LABELS", "OUT"))
     args = parser.parse_args()
+    if args.import_labels:
+        print(f"{import_labels(*args.import_labels)} labels written to {args.import_labels[2]}")
+        return
     sets = tuple(args.sets or DEFAULT_SETS)
     labels = load_labels(sets)
     with tempfile.TemporaryDirectory() as tmp:
@@ -343,8 +443,13 @@ def main() -> None:
         if args.labels_sample:
             print_sample(items, labels, texts, args.labels_sample)
             return
+        if args.export:
+            written = export(items, texts, args.export, args.export_suggestions, args.seed)
+            print(f"{written} findings written to {args.export}")
+            return
         table, unlabelled = precision_tables(items, labels)
         print(table)
+        print(f"\nsuggestions worth an author's time (labelled): {worth_reading(items, labels) or '-'}")
         print(f"\nblocker+should-fix findings without a label: {len(unlabelled)}")
         for item in unlabelled:
             print(f"  {item.doc}:{item.line} {item.rule} {item.quote!r}")

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     GATE_PAUSED = 3
     BUDGET = 4
     INCONCLUSIVE = 5
+    REFUSED = 6
     INTERNAL = 70
 
 
@@ -80,6 +81,28 @@ class StampViolation(DesignloopError):
     """An edit changed line 1 of a stamped file."""
 
     exit_code = ExitCode.INTERNAL
+
+
+class TransitionRefused(DesignloopError):
+    """A lifecycle transition (approve, reject, an edit of a frozen design) was refused; nothing
+    changed. ``name`` is the stable error name scripts match on (docs/lifecycle.md)."""
+
+    exit_code = ExitCode.REFUSED
+
+    def __init__(
+        self,
+        name: str,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(f"{name}: {message}", file=file, line=line, hint=hint)
+        self.name = name
+
+    def to_json(self) -> dict[str, object]:
+        return {**super().to_json(), "name": self.name}
 
 
 def first_line(exc: BaseException, default: str | None = None) -> str:

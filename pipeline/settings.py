@@ -132,6 +132,58 @@ def params_file(data: dict[str, Any], source: Path) -> ParamsFile:
     return validated(ParamsFile, data, source, hint, locate=toml_locator(source), name=toml_name)
 
 
+class _Names(BaseModel):
+    """A table whose keys are checked here and whose values its own reader checks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunTable(_Names):
+    """``[run]``'s keys (their values: ``run_settings``)."""
+
+    spawn_timeout: object = None
+    first_turn_timeout: object = None
+    warmup_cap: object = None
+    warmup_delay: object = None
+    bash_timeout: object = None
+    spawn_requests: object = None
+
+
+class TiersTable(_Names):
+    """``[models.tiers]``: a model string per tier (checked by agents.resolve)."""
+
+    strong: object = None
+    fast: object = None
+
+
+class ModelsTable(_Names):
+    """``[models]``: ``[models.tiers]`` and ``[models.roles]`` (a role name per key, checked
+    against the roles by agents.resolve)."""
+
+    tiers: TiersTable = TiersTable()
+    roles: dict[str, object] = Field(default_factory=dict)
+
+
+class SettingsFile(_Names):
+    """Every table and key a params file (params/defaults.toml, a user's designloop.toml) may
+    hold: anything else is a typo, refused by name before it silently changes nothing."""
+
+    partition: dict[str, object] = Field(default_factory=dict)
+    loop: dict[str, object] = Field(default_factory=dict)
+    limits: dict[str, object] = Field(default_factory=dict)
+    worker: dict[str, object] = Field(default_factory=dict)
+    run: RunTable = RunTable()
+    models: ModelsTable = ModelsTable()
+
+
+def check_settings_file(data: dict[str, Any], source: Path) -> None:
+    """Refuse an unknown table or key (naming it, with the likeliest one meant), and a value of
+    the wrong type in the tables read here."""
+    hint = "see params/defaults.toml for every setting (designloop config prints them)"
+    validated(SettingsFile, data, source, hint, locate=toml_locator(source), name=toml_name)
+    params_file(data, source)
+
+
 def limits_from(data: dict[str, Any], source: Path) -> Limits:
     tables = params_file(data, source)
     return Limits(**tables.partition.model_dump(), **tables.loop.model_dump(), **tables.limits.model_dump())
@@ -145,7 +197,7 @@ def worker_settings(repo_root: Path | None = None) -> WorkerSettings:
 
 @cache
 def default_params() -> dict[str, Any]:
-    return load_toml(data_dir("params") / "defaults.toml")
+    return user_params(data_dir("params") / "defaults.toml")
 
 
 def merged_params(repo_root: Path | None = None) -> tuple[dict[str, Any], Path]:
@@ -154,8 +206,15 @@ def merged_params(repo_root: Path | None = None) -> tuple[dict[str, Any], Path]:
     source = data_dir("params") / "defaults.toml"
     if repo_root is not None and (repo_root / USER_PARAMS).is_file():
         source = repo_root / USER_PARAMS
-        data = _merge(data, load_toml(source))
+        data = _merge(data, user_params(source))
     return data, source
+
+
+def user_params(path: Path) -> dict[str, Any]:
+    """A user's designloop.toml, its tables and keys checked against the schema."""
+    data = load_toml(path)
+    check_settings_file(data, path)
+    return data
 
 
 def load_limits(repo_root: Path | None = None) -> Limits:
@@ -168,6 +227,9 @@ CHECKPOINTS = "checkpoints.sqlite"
 CACHE_DIR = "cache"
 """The model-call cache, a diskcache directory in the runs directory."""
 CACHE_DB = "cache.db"
+REVISIONS = "revisions.sqlite"
+"""The local store's revisions of design documents (their bytes), one SQLite file in the runs
+directory."""
 
 
 LOCKS_DIR = "locks"

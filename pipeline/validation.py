@@ -8,6 +8,7 @@ format keeps lines (TOML, YAML), found by a locator the caller passes.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,9 +81,27 @@ def invalid(
     if error["type"] == "extra_forbidden" and model is not None:
         owner = _field_model(model, loc)
         if owner is not None:
-            hint = f"the known keys are {', '.join(owner.model_fields)}; {hint}"
+            known = list(owner.model_fields)
+            close = did_you_mean(str(loc[-1]), known)
+            guess = f"did you mean {name((*loc[:-1], close))}? " if close else ""
+            hint = f"{guess}the known keys are {', '.join(known)}; {hint}"
     line = locate(loc) if locate is not None else None
     return InputError(message, file=file, line=line, hint=hint)
+
+
+def did_you_mean(word: str, known: Sequence[str]) -> str | None:
+    """The known name ``word`` most likely meant (a typo, or one part of a longer name:
+    ``budgett`` for ``iteration_budget``), or None."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    best: tuple[float, str] | None = None
+    for name in known:
+        for part in re.split(r"[_\-.]", name):
+            ratio = difflib.SequenceMatcher(None, word, part).ratio()
+            if ratio >= 0.8 and (best is None or ratio > best[0]):
+                best = (ratio, name)
+    return best[1] if best else None
 
 
 HEADER_RE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
@@ -115,7 +134,9 @@ def _toml_line(lines: Sequence[str], parts: list[str]) -> int | None:
         for number, text in enumerate(lines, 1):
             match = HEADER_RE.match(text)
             if header is None:
-                if match and match.group(1).replace(" ", "") == table:
+                name = match.group(1).replace(" ", "") if match else None
+                # A table is found by its own header, or by that of its first sub-table.
+                if name == table or (name and not keys and name.startswith(table + ".")):
                     header = number
                 continue
             if match and number > header:

@@ -12,7 +12,9 @@ To record one, run the commands against a relay: a loopback endpoint that saves 
 request as DIR/in/NNNN.json and answers it with the assistant message in DIR/out/NNNN.json
 (``{"content": ...}`` or ``{"tool_calls": [{"name": ..., "arguments": {...}}]}``), written by
 whoever plays the model. Then ``python tests/cassette.py import DIR tests/cassettes/NAME``
-turns the relay's directory into exchanges (docs/agents.md, "The recorded run").
+turns the relay's directory into exchanges (docs/agents.md, "The recorded run"); while
+recording, ``python tests/cassette.py draft DIR tests/cassettes/NAME`` drafts each waiting
+request's answer from the nearest recorded one, for that person to check.
 """
 
 from __future__ import annotations
@@ -145,26 +147,58 @@ class Replay:
         return None
 
     def explain(self, wanted: dict[str, Any], order: int) -> str:
-        """Name the nearest recorded request (same role, the longest shared conversation) and
-        the first place the sent one differs from it."""
-
-        def shared(exchange: Exchange) -> tuple[bool, int]:
-            messages = normalise(exchange.request)["messages"]
-            same = 0
-            for a, b in zip(messages, wanted["messages"], strict=False):
-                if a != b:
-                    break
-                same += 1
-            role = exchange.request["messages"][0] == wanted["messages"][0]
-            return (role, same)
-
-        nearest = max(self.exchanges, key=shared)
-        where = first_difference(normalise(nearest.request), wanted)
+        """Name the nearest recorded request and the first place the sent one differs from it."""
+        found = nearest(self.exchanges, wanted)
+        where = first_difference(normalise(found.request), wanted)
         return (
             f"request {order} of this run matches no recorded request; the nearest is recorded "
-            f"request {nearest.number:04d} ({nearest.role!r}), and they differ at {where}. A prompt, "
+            f"request {found.number:04d} ({found.role!r}), and they differ at {where}. A prompt, "
             "tool or output schema changed: re-record the cassette (docs/agents.md, 'The recorded run')"
         )
+
+
+CALL_ID_RE = re.compile(r"^call_\d+_\d+$")
+
+
+def blind(value: Any) -> Any:
+    """A normalised request with its tool-call ids left out: the relay numbers them after the
+    request that made the call, so they differ whenever concurrent spawns arrive in another order."""
+    if isinstance(value, dict):
+        return {
+            k: "call_*" if k in ("id", "tool_call_id") and CALL_ID_RE.match(str(v)) else blind(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [blind(v) for v in value]
+    return value
+
+
+def _lines(request: dict[str, Any]) -> set[str]:
+    """The lines of a conversation: each message's text, line by line, and its tool calls."""
+    out = set()
+    for i, message in enumerate(request["messages"]):
+        for line in str(message.get("content")).splitlines():
+            out.add(f"{message['role']}: {line}")
+        out.update(f"{i}: {json.dumps(call, sort_keys=True)}" for call in message.get("tool_calls") or [])
+    return out
+
+
+def nearest(exchanges: list[Exchange], wanted: dict[str, Any]) -> Exchange:
+    """The recorded request nearest to ``wanted`` (normalised): the same role (the first line of
+    its instructions, so a changed prompt still finds its role), then the most messages
+    identical at the same places, then the most lines of the conversation shared (Jaccard);
+    tool-call ids are left out of the comparison."""
+    role = Exchange(0, wanted, {}).role
+    wanted = blind(wanted)
+    lines = _lines(wanted)
+
+    def score(exchange: Exchange) -> tuple[bool, int, float]:
+        recorded = blind(normalise(exchange.request))
+        same = sum(a == b for a, b in zip(recorded["messages"], wanted["messages"], strict=False))
+        theirs = _lines(recorded)
+        return (exchange.role == role, same, len(lines & theirs) / max(1, len(lines | theirs)))
+
+    return max(exchanges, key=score)
 
 
 class ReplayServer:
@@ -231,13 +265,69 @@ def import_relay(relay: Path, cassette: Path) -> int:
     return count
 
 
+def draft_note(request: str, found: Exchange, wanted: dict[str, Any]) -> str:
+    """One line: the recorded request nearest to ``wanted`` and where the two differ (tool-call
+    ids aside), first and, when several messages differ, in the last of them, which is most
+    often the tool result the answer has to follow."""
+    recorded = blind(normalise(found.request))
+    head = f"{request}: recorded {found.number:04d} ({found.role!r}), "
+    where = first_difference(recorded, wanted)
+    if where is None:
+        return head + "identical"
+    theirs, ours = recorded["messages"], wanted["messages"]
+    differing = [i for i in range(max(len(theirs), len(ours))) if theirs[i : i + 1] != ours[i : i + 1]]
+    note = f"{len(ours) - len([i for i in differing if i < len(ours)])} of {len(ours)} messages identical"
+    note += f" (differing: {', '.join(map(str, differing))})" if differing else ""
+    note += f"; first difference at {where}"
+    if len(differing) > 1 and differing[-1] < min(len(theirs), len(ours)):
+        last = differing[-1]
+        note += f"; last at {first_difference(theirs[last], ours[last], f'.messages[{last}]')}"
+    return head + note
+
+
+def draft(relay: Path, cassette: Path) -> list[str]:
+    """For each request in RELAY/in/ that has no answer in RELAY/out/ nor a draft yet, write the
+    answer recorded for the nearest recorded request to RELAY/draft/NNNN.json (the shape a relay
+    answer has, to copy into out/ once checked) and :func:`draft_note` to RELAY/draft/NNNN.txt.
+    It never writes to out/: a person reads each request and its draft, and answers it.
+    Returns the notes written."""
+    if not (relay / "in").is_dir():
+        raise SystemExit(f"{relay} has no in/ directory: give the directory the relay was started with")
+    exchanges = load(cassette)
+    if not exchanges:
+        raise SystemExit(f"{cassette / 'exchanges'} holds no recorded exchange")
+    drafts = relay / "draft"
+    drafts.mkdir(exist_ok=True)
+    notes = []
+    for request_path in sorted((relay / "in").glob("*.json")):
+        name = request_path.name
+        if (relay / "out" / name).exists() or (drafts / name).exists():
+            continue
+        wanted = blind(normalise(json.loads(request_path.read_text(encoding="utf-8"))))
+        found = nearest(exchanges, wanted)
+        note = draft_note(request_path.stem, found, wanted)
+        answer = json.dumps(found.answer, indent=1, ensure_ascii=False) + "\n"
+        (drafts / name).write_text(answer, encoding="utf-8")
+        (drafts / f"{request_path.stem}.txt").write_text(note + "\n", encoding="utf-8")
+        notes.append(note)
+    return notes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     imported = sub.add_parser("import", help="turn a relay's directory into a cassette's exchanges")
-    imported.add_argument("relay", type=Path)
-    imported.add_argument("cassette", type=Path)
+    drafted = sub.add_parser(
+        "draft", help="draft each unanswered relay request from the nearest recorded one (never answers)"
+    )
+    for command in (imported, drafted):
+        command.add_argument("relay", type=Path)
+        command.add_argument("cassette", type=Path)
     args = parser.parse_args()
+    if args.command == "draft":
+        for note in draft(args.relay, args.cassette):
+            print(note)
+        return
     print(f"{import_relay(args.relay, args.cassette)} exchanges written to {args.cassette / 'exchanges'}")
 
 

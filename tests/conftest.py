@@ -81,6 +81,7 @@ def body(name: str, text: str = "Prose.", footer: str | None = None) -> str:
     return out
 
 
+from lifecyclekit import actor  # noqa: E402,F401  (a fixture: who the actor is)
 from pgkit import pg_server, pg_url  # noqa: E402,F401  (fixtures: a real PostgreSQL server)
 
 SLOW_FIXTURES = frozenset({"pg_server", "pg_url"})

@@ -6,6 +6,7 @@ it changed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette import STAMP, Replay, ReplayServer, load, normalise
+from cassette import STAMP, Replay, ReplayServer, draft, load, normalise
 from conftest import run_cli
 
 CASSETTE = Path(__file__).parent / "cassettes" / "adr-tools"
@@ -43,9 +44,23 @@ def _run(args: list[str], server: ReplayServer, model: str) -> dict[str, Any]:
 
 def _entries(text: str) -> str:
     """The review log without what differs between two runs of the same exchange: the run
-    markers and the dates."""
+    markers, the dates, and in each revision marker who ran it, when, and the digests that cover
+    the shipped params (the settings, and the stamp's workflow sha inside a design's bytes)."""
     text = re.sub(r"^<!-- designloop-run: \S+ -->\n\n", "", text, flags=re.MULTILINE)
-    return re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
+    text = re.sub(r"^(## Mutation \d+) — \d{4}-\d{2}-\d{2} —", r"\1 — (date) —", text, flags=re.MULTILINE)
+    text = re.sub(r" actor=\S+ at=\S+ workflow=\S+ ", " actor=(who) at=(when) workflow=(sha) ", text)
+    text = re.sub(r"(settings|frozen-design):[0-9a-f]+", r"\1:(digest)", text)
+    # A design's digest covers its stamp line (the workflow sha): it is checked against the bytes
+    # on disk instead (_digests_match).
+    text = re.sub(r"\(sha256 [0-9a-f]{12}…\)", "(sha256 …)", text)
+    return re.sub(r"\b[0-9a-f]{64}\b", "(sha256)", text)
+
+
+def _digests_match(log: str, design: Path) -> None:
+    """The last revision of each document names the sha256 of its bytes on disk."""
+    for name, path in (("design", design / "_workflow" / "design.md"), ("final", design / "design-final.md")):
+        recorded = re.findall(rf"designloop-revision: {name} r=\d+ sha256=([0-9a-f]{{64}})", log)
+        assert recorded and recorded[-1] == hashlib.sha256(path.read_bytes()).hexdigest(), name
 
 
 def _findings(out: dict[str, Any]) -> list[list[Any]]:
@@ -79,6 +94,7 @@ def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     assert (design / "design-final.md").read_text() == (expected / "design-final.md").read_text()
     log = (design / "_workflow" / "design-mutations.md").read_text()
     assert _entries(log) == _entries((expected / "design-mutations.md").read_text())
+    _digests_match(log, design)
     # The story the record tells: round 2 of the final fixed the fidelity check's finding.
     assert "fid-missing-symbol" in log and "— fixed in round 2" in log
 
@@ -109,3 +125,54 @@ def test_the_stamp_is_the_only_text_left_out_of_the_comparison() -> None:
     body = {"messages": [{"role": "tool", "content": "1\t<!-- workflow-sha: " + "a" * 40 + " -->\n2\t# T\n"}]}
     assert normalise(body) == {"messages": [{"role": "tool", "content": f"1\t{STAMP}\n2\t# T\n"}]}
     assert normalise({"n": 1, "s": "workflow-sha: abc"}) == {"n": 1, "s": "workflow-sha: abc"}
+
+
+def _request(role: str, *turns: str, rules: str = "Known: API") -> dict[str, Any]:
+    messages = [{"role": "system", "content": f"You are the {role}.\n{rules}"}]
+    messages += [{"role": "user" if i % 2 == 0 else "tool", "content": t} for i, t in enumerate(turns)]
+    return {"model": "relay", "messages": messages}
+
+
+def test_draft_proposes_the_nearest_recorded_answer_and_never_answers(tmp_path: Path) -> None:
+    cassette, relay = tmp_path / "cassette", tmp_path / "relay"
+    recorded = [
+        (
+            1,
+            _request("design author", "Params file: @params"),
+            {"tool_calls": [{"name": "read", "arguments": {"path": "@params"}}]},
+        ),
+        (2, _request("auditor", "Params file: @params", "1\t# Title"), {"content": "PASS"}),
+    ]
+    (cassette / "exchanges").mkdir(parents=True)
+    for number, request, answer in recorded:
+        exchange = {"number": number, "request": request, "answer": answer}
+        (cassette / "exchanges" / f"{number:04d}.json").write_text(json.dumps(exchange))
+    (relay / "in").mkdir(parents=True)
+    (relay / "out").mkdir()
+    # 0001 is the first recorded request again; 0002 the auditor's with a changed prompt and
+    # another tool result; 0003 is already answered, so it gets no draft.
+    changed = _request("auditor", "Params file: @params", "1\t# Another title", rules="Known: API, CA")
+    sent = [recorded[0][1], changed, recorded[1][1]]
+    for number, request in enumerate(sent, start=1):
+        (relay / "in" / f"{number:04d}.json").write_text(json.dumps(request))
+    (relay / "out" / "0003.json").write_text('{"content": "mine"}')
+
+    notes = draft(relay, cassette)
+
+    assert notes[0] == "0001: recorded 0001 ('You are the design author.'), identical"
+    assert notes[1].startswith(
+        "0002: recorded 0002 ('You are the auditor.'), 1 of 3 messages identical (differing: 0, 2);"
+    )
+    assert "; first difference at .messages[0].content, character 31: recorded" in notes[1]
+    assert (
+        "; last at .messages[2].content, character 4: recorded '1\\t# Title', sent '1\\t# Another" in notes[1]
+    )
+    assert "\n" not in notes[1]
+    assert len(notes) == 2
+    drafts = relay / "draft"
+    assert json.loads((drafts / "0001.json").read_text()) == recorded[0][2]
+    assert json.loads((drafts / "0002.json").read_text()) == {"content": "PASS"}
+    assert (drafts / "0002.txt").read_text() == notes[1] + "\n"
+    assert not (drafts / "0003.json").exists()
+    assert sorted(p.name for p in (relay / "out").iterdir()) == ["0003.json"], "out/ is the person's alone"
+    assert draft(relay, cassette) == [], "a request already drafted is left as it is"

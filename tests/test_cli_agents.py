@@ -16,7 +16,9 @@ def test_roles_lists_tools_log_access_and_models(cli: Any, monkeypatch: Any) -> 
     monkeypatch.delenv("DESIGNLOOP_MODEL", raising=False)
     result = cli(["roles", "--json", "--role-model", "design-author=anthropic:claude-x"])
     assert result.code == 0
-    rows = {r["role"]: r for r in json.loads(result.out)}
+    listed = json.loads(result.out)
+    assert listed["schema_version"] == 1
+    rows = {r["role"]: r for r in listed["roles"]}
     assert len(rows) == 7
     assert rows["design-author"]["model"] == "anthropic:claude-x"
     assert rows["readability-auditor"] | {"definition": ""} == {

@@ -321,7 +321,7 @@ def test_status_runs_and_resume_work_on_an_edit(tmp_path: Path) -> None:
     runs = ["--runs-dir", str(tmp_path / "runs"), "--json"]
     status = json.loads(run_cli(["status", out["run_id"], *runs]).out)
     assert status["kind"] == "content-edit" and status["outcome"] == "PASS" and status["state"] == "finished"
-    listed = json.loads(run_cli(["runs", *runs]).out)
+    listed = json.loads(run_cli(["runs", *runs]).out)["runs"]
     assert [r["run_id"] for r in listed] == [out["run_id"]]
     again = run_cli(["resume", out["run_id"], *runs])
     assert again.code == 0 and json.loads(again.out)["review_log_entry"] == out["review_log_entry"]

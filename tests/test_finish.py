@@ -20,7 +20,8 @@ from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.stamp import has_stamp
 from pipeline.runs.event_log import events_of
-from pipeline.runs.events import Finished
+from pipeline.runs.events import Finished, RevisionRecorded
+from pipeline.runs.revisions import SqliteRevisions
 
 
 def _killed_run(tmp_path: Path, node: str, when: str) -> tuple[DesignDir, Path, str]:
@@ -43,6 +44,11 @@ def _finished_once(d: DesignDir, run_dir: Path) -> None:
     assert "## Outcome\n\nPASS" in (run_dir / "summary.md").read_text()
     outcomes = events_of(run_dir, Finished)
     assert [(e.outcome, e.review_log_entry) for e in outcomes] == [("PASS", 1)]
+    # One revision, recorded once, and the entry names that very one.
+    stored = SqliteRevisions(run_dir.parent).revisions(d.rel(d.root))
+    assert [(r.file, r.number, r.run_id) for r in stored] == [("design", 1, run_dir.name)]
+    assert [(r.number, r.sha256) for r in entries[0].revisions] == [(1, stored[0].sha256)]
+    assert [e.files["design"].number for e in events_of(run_dir, RevisionRecorded)] == [1]
 
 
 @pytest.mark.slow

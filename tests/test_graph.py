@@ -300,7 +300,7 @@ def test_budget_stop_and_resume_repays_nothing(tmp_path: Path, cli: Any) -> None
     assert sum(s.cache_hits for s in resumed) > 0  # the calls paid before the stop were not paid again
     status = json.loads(cli(["status", data["run_id"], "--runs-dir", str(runs), "--json"]).out)
     assert status["outcome"] == "PASS" and status["review_log_entry"] == 1
-    listing = json.loads(cli(["runs", "--runs-dir", str(runs), "--json"]).out)
+    listing = json.loads(cli(["runs", "--runs-dir", str(runs), "--json"]).out)["runs"]
     assert [r["run_id"] for r in listing] == [data["run_id"]]
 
 
@@ -334,8 +334,8 @@ def test_the_live_view_follows_the_events() -> None:
     state.apply(SliceSkipped(round=2, slice=(201, 400)))
     state.apply(DualCleanCheck(round=2, clean=False))
     assert state.round == 2 and state.tokens == 900 and str(state.cost) == "0.0012" and state.cached == 2
-    assert state.spawns["r2 readability-auditor 201-400"].startswith("skipped")
-    assert "dual-clean" in state.checks[0]
+    assert state.spawns["r2 readability-auditor lines 201-400"].startswith("skipped")
+    assert state.checks[0] == "r2 round 2 not clean: auditors 0 open, second check 0 open"
 
 
 def test_the_live_view_shows_each_open_finding_with_its_place_and_quote() -> None:

@@ -63,7 +63,7 @@ def test_a_batch_on_the_store_is_seen_from_another_checkout(pg_url: str, tmp_pat
 
     listed = designloop(["runs", "--json", "--store", pg_url], other)
     assert listed.returncode == 0, listed.stderr
-    views = json.loads(listed.stdout)
+    views = json.loads(listed.stdout)["runs"]
     assert sorted(v["directory"] for v in views) == ["docs/adr/a", "docs/adr/b"]
     assert {v["outcome"] for v in views} == {"PASS"} and {v["state"] for v in views} == {"finished"}
     run_id = views[0]["run_id"]

@@ -261,3 +261,116 @@ def test_an_appendix_fence_larger_than_a_slice_is_never_cut_or_read_as_prose(tmp
     d = repo(tmp_path, text="\n".join(lines) + "\n")
     found = review(d, "readability-auditor") + review(d, "comprehension-review")
     assert not [f for f in found if f.line is not None and first <= f.line <= first + 421]
+
+
+# Suggestions worth reading ---------------------------------------------------------------------
+
+
+def test_a_word_rule_of_taste_reports_a_padded_paragraph_not_a_word_here_and_there(tmp_path: Path) -> None:
+    # A "very" and two "really" in three paragraphs of .NET's version-selection design, "super
+    # easy", "really easy", "simply" spread over Swift Snippets' alternatives, five "might"
+    # introducing OpenTelemetry's pseudocode and three "in order to" across its section, and
+    # "might" said three times in one paragraph of Kotlin's context receivers: none slows a
+    # reader, none is reported. NixOS's content-addressed paths pads one paragraph with "very",
+    # "the fact that" and "due to the fact that": one finding, listing those places.
+    quiet = [
+        ("dotnet-2022-version-selection.md", {"hs-filler"}),
+        ("swift-0356-swift-snippets.md", {"hs-filler"}),
+        ("otel-otep-0066-separate-context-propagation.md", {"hs-hedge", "hs-filler"}),
+        ("kotlin-keep-0259-context-receivers.md", {"hs-hedge"}),
+    ]
+    for doc, rules in quiet:
+        found = review(repo(tmp_path / doc, doc), "readability-auditor")
+        assert not [f for f in found if f.rule in rules], doc
+    found = review(repo(tmp_path / "nixos", "nixos-0062-content-addressed-paths.md"), "readability-auditor")
+    filler = [f for f in found if f.rule == "hs-filler"]
+    assert [(f.line, f.severity) for f in filler] == [(232, "suggestion")]
+    assert "'the fact that' (line 232)" in filler[0].message and "(line 345" not in filler[0].message
+
+
+def test_the_name_of_a_numbered_series_is_not_an_acronym_to_define(tmp_path: Path) -> None:
+    # OpenTelemetry's sampling OTEP cites "[OTEP\n170](...)": OTEP names a numbered series of
+    # documents its readers know, like MSC3440, EIP-1559 or KEP-1880.
+    assert {"OTEP", "MSC", "EIP", "KEP"} <= acronyms.titled(
+        "the companion [OTEP\n170](https://example.org/) and MSC3440, EIP-1559, KEP-1880"
+    )
+    assert "TLS" not in acronyms.titled("TLS handshakes")
+    d = repo(tmp_path, "otel-otep-0168-sampling-propagation.md")
+    assert not [f for f in review(d, "comprehension-review") if "OTEP" in f.message]
+
+
+def test_an_acronym_used_throughout_is_the_audiences_vocabulary_one_used_in_passing_is_listed(
+    tmp_path: Path,
+) -> None:
+    # JNI on four lines of Bazel's WebAssembly design, CRD on two of a Kubernetes KEP: the
+    # writer's working vocabulary. OpenTelemetry's protocol OTEP writes "Unary PRC" once (a
+    # typo for RPC), .NET's version selection "CLU argument" once (for CLI): both are listed.
+    for doc, quiet in [
+        ("bazel-2025-03-07-wasm-repository-rules.md", "JNI"),
+        ("k8s-kep-3716-admission-webhook-match-conditions.md", "CRD"),
+    ]:
+        found = review(repo(tmp_path / quiet, doc), "comprehension-review")
+        assert not [f for f in found if quiet in f.message], doc
+    for doc, listed in [
+        ("otel-otep-0035-opentelemetry-protocol.md", "PRC (line 265)"),
+        ("dotnet-2022-version-selection.md", "CLU (line 397)"),
+    ]:
+        found = review(repo(tmp_path / listed[:3], doc), "comprehension-review")
+        assert [f.severity for f in found if listed in f.message] == ["suggestion"], doc
+
+
+# The fidelity check on names that are not code symbols ----------------------------------------
+
+
+def test_host_names_patterns_file_names_and_string_values_are_not_missing_symbols(tmp_path: Path) -> None:
+    # Names from the GOV.UK, Log4brains and MADR ADRs: host names (`gov.uk`, `govuk.digital`),
+    # a file-name pattern (`NNNN-adr-title.md`), a script the repository holds (`deploy.sh`) and
+    # a database user the code names only in a string literal (`db_admin`). `frontend_lb`,
+    # which the code never mentions, and a method the code lacks are still reported.
+    from agentkit import make_repo
+
+    d = make_repo(tmp_path)
+    code = d.repo_root / "code"
+    (code / "scripts").mkdir()
+    (code / "scripts" / "deploy.sh").write_text('#!/bin/sh\npsql -U "$DB_USER" -c "select 1"\n')
+    (code / "ratelimit" / "accounts.py").write_text('DB_USER = "db_admin"\n')
+    review(d, "design-author")  # phase 1 writes design.md; phase 4 below
+    asyncio.run(review_once(runtime(d), "design-author", d, Limits(), draft=d.final))
+    text = d.final.read_text(encoding="utf-8")
+    text += (
+        "\nGOV.UK serves `gov.uk` and its internal hosts under `govuk.digital`. Records are named "
+        "`NNNN-adr-title.md`. `deploy.sh` connects as `db_admin`; nginx runs on `frontend_lb`, "
+        "and `TokenBucket.take_many` takes several tokens.\n"
+    )
+    d.final.write_text(text, encoding="utf-8")
+    run = asyncio.run(review_once(runtime(d), "fidelity-check", d, Limits(), draft=d.final))
+    found = [f for r in run.results if r.review for f in r.review.findings]
+    missing = sorted(f.quote or "" for f in found if f.rule in ("fid-missing-symbol", "fid-missing-path"))
+    assert missing == ["TokenBucket.take_many", "frontend_lb"]
+
+
+# The Overview of a log with a preface ----------------------------------------------------------
+
+
+def test_the_overview_is_the_logs_preface_when_it_has_no_problem_section(tmp_path: Path) -> None:
+    # The Ministry of Justice Cloud Platform log, its Problem written as a preface (the text
+    # between the title and the first section) and its Findings left out.
+    log = (REAL / "logs" / "moj-cloud-platform-decisions" / "research-log.md").read_text(encoding="utf-8")
+    head, rest = log.split("## Findings", 1)
+    log = head.replace("## Problem\n\n", "") + rest[rest.index("## Glossary") :]
+    d = repo(tmp_path)
+    d.research_log.write_text(log, encoding="utf-8")
+    review(d, "design-author")
+    design = d.design.read_text(encoding="utf-8")
+    overview = design.split("## Overview", 1)[1].split("\n## ", 1)[0]
+    assert "MOJ Digital's service teams each ran their own infrastructure" in " ".join(overview.split())
+    # With no preface either, the Overview still says what the design decides.
+    d.research_log.write_text(
+        log.split("\n", 1)[0] + "\n\n" + log[log.index("## Glossary") :], encoding="utf-8"
+    )
+    d.design.unlink()
+    review(d, "design-author")
+    overview = d.design.read_text(encoding="utf-8").split("## Overview", 1)[1].split("\n## ", 1)[0]
+    assert "This design records 8 decisions: Run containerised applications on Kubernetes" in " ".join(
+        overview.split()
+    )

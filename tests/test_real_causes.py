@@ -97,7 +97,7 @@ def test_an_acronym_spelled_out_beside_it_is_defined() -> None:
 
 def test_one_vocabulary_for_both_roles_overridable_per_repository(tmp_path: Path) -> None:
     doc = "rust-3058-try-trait-v2.md"
-    assert "ZST" in acronyms_reported(both(repo(tmp_path / "a", doc)))  # ZST is not in the vocabulary
+    assert "HIR" in acronyms_reported(both(repo(tmp_path / "a", doc)))  # HIR is not in the vocabulary
     shipped = (Path(__file__).parent.parent / "prompts" / "known-terms.md").read_text()
     override = shipped + "\nKnown: ZST, HIR, IRLO\n"
     found = both(repo(tmp_path / "b", doc, known_terms=override))
@@ -108,7 +108,7 @@ def test_one_finding_per_subject_per_document(tmp_path: Path) -> None:
     d = repo(tmp_path, "rust-3058-try-trait-v2.md")
     found = review(d, "comprehension-review")
     never = [f for f in found if "never defined" in f.message]
-    assert len(never) == 1 and "ZST (lines 761, 823)" in never[0].message
+    assert len(never) == 1 and "HIR (line 712), IRLO (line 1152)" in never[0].message
     # Two auditor slices reporting one acronym become one finding when the round is merged.
     a = Finding(severity="should-fix", rule="hs-acronym", quote="JEP", line=34, message="m", file="d.md")
     b = a.model_copy(update={"severity": "suggestion", "line": 265})

@@ -46,11 +46,13 @@ def test_estimate_prices_the_configured_models_and_names_unpriced_ones(
     import json
 
     monkeypatch.chdir(d.repo_root)
-    offline = json.loads(run_cli(["estimate", "docs/adr/*", "--json"]).out)
+    offline = json.loads(run_cli(["estimate", "docs/adr/*", "--json"]).out)["estimates"]
     priced = json.loads(
         run_cli(["estimate", "docs/adr/*", "--model", "anthropic:claude-sonnet-4-5", "--json"]).out
-    )
-    local = json.loads(run_cli(["estimate", str(d.root), "--model", "openai:qwen-local", "--json"]).out)
+    )["estimates"]
+    local = json.loads(run_cli(["estimate", str(d.root), "--model", "openai:qwen-local", "--json"]).out)[
+        "estimates"
+    ]
     missing = run_cli(["estimate", "docs/nothing/*"])
     assert [e["directory"] for e in offline] == ["docs/adr/0001"]
     low, high = offline[0]["low"], offline[0]["high"]

@@ -128,7 +128,7 @@ def test_a_damaged_event_line_is_named_and_runs_skips_the_run(tmp_path: Path, li
     assert "events.jsonl:2: the run's event log is damaged" in status.err and "what to do:" in status.err
     listing = run_cli(["runs", "--runs-dir", str(runs), "--json"])
     assert listing.code == ExitCode.OK
-    assert [v["run_id"] for v in json.loads(listing.out)] == [healthy.name]
+    assert [v["run_id"] for v in json.loads(listing.out)["runs"]] == [healthy.name]
     assert "warning: skipped a damaged run" in listing.err and other.name in listing.err
     assert snapshot(tmp_path) == before
 

@@ -41,6 +41,9 @@ def test_a_studio_run_pauses_at_the_gate_and_resumes_to_pass(tmp_path: Any) -> N
     d.research_log.write_text(opened.replace("- [ ] blocker: D2", "- [x] blocker: D2"))
     done = asyncio.run(go(Command(resume={"resumed_at": "now"})))
     assert done["outcome"]["verdict"] == "PASS" and done["draft"].endswith("_workflow/design.md")
-    assert [e.run_id for e in parse_entries(d.mutations)] == ["studio-1"]
+    [entry] = parse_entries(d.mutations)
+    assert entry.run_id == "studio-1"
+    # The finish recorded the revision as Studio's (docs/lifecycle.md).
+    assert [(r.file, r.number, r.requested_by) for r in entry.revisions] == [("design", 1, "studio")]
     run_dir = d.repo_root / "runs" / "studio-t1"
     assert [e.outcome for e in events_of(run_dir, Finished)] == ["PASS"]

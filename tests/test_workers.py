@@ -117,6 +117,9 @@ def test_drain_workers_take_over_a_killed_workers_job_before_they_exit(pg_url: s
                     w.kill()
     assert finished(pg_url) >= set(runs.values())
     assert query(pg_url, "SELECT COUNT(*) FROM pgqueuer")[0][0] == 0
+    # Each run's revision is in the store, recorded as a worker's (docs/lifecycle.md).
+    recorded = query(pg_url, "SELECT run_id, requested_by, number FROM revisions WHERE file = 'design'")
+    assert sorted(recorded) == sorted((run_id, "worker", 1) for run_id in runs.values())
 
 
 def states(url: str, run_id: str) -> list[str]:

@@ -8,6 +8,7 @@ from each provider's standard variable; any OpenAI-compatible server is reached 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
@@ -17,6 +18,19 @@ from pydantic_ai.settings import ModelSettings
 
 from pipeline.agents.resolve import OFFLINE, redact, shown_url
 from pipeline.errors import InputError
+
+VENDOR_HINTS = re.compile(
+    r"\s*To try Pydantic AI without an API key[^\n]*?(?:See https?://\S+|$)"
+    r"|\s*(?:For more information,? )?(?:See|see|Read more:?|Docs:?) https?://(?:ai\.)?pydantic\.dev/\S*"
+    r"|\s*use the built-in test model: `Agent\('test'\)`\.?"
+)
+"""What pydantic-ai adds to its errors for its own users (a test model, its docs): never
+shown to designloop's, whose hints say what to do here."""
+
+
+def without_vendor_hints(text: str) -> str:
+    return VENDOR_HINTS.sub("", text).strip()
+
 
 MODEL_HINT = (
     "use offline, or a pydantic-ai model string such as anthropic:claude-sonnet-4-5, "
@@ -82,7 +96,7 @@ def describe_failure(exc: BaseException, spec: str, base_url: str | None) -> str
     else:
         cause = f" ({' '.join(str(exc.__cause__).split())[:300]})" if exc.__cause__ else ""
         text = f"{type(exc).__name__}: {exc}{cause}"
-    return redact(text)
+    return without_vendor_hints(redact(text))
 
 
 def _provider_factory(http_client: Any, base_url: str | None) -> Any:
@@ -122,7 +136,7 @@ def build_model(spec: str, *, base_url: str | None = None, http_client: Any = No
         raise not_installed(spec) from None
     except Exception as exc:
         raise InputError(
-            f"cannot use model {spec!r}: {redact(str(exc))}",
+            f"cannot use model {spec!r}: {without_vendor_hints(redact(str(exc)))}",
             hint="check the model string, and set its provider's API key variable "
             "(or --base-url for an OpenAI-compatible server)",
         ) from None

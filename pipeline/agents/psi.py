@@ -4,7 +4,8 @@ The languages, their file extensions and the nodes that define symbols are data
 (params/psi.toml); each grammar comes compiled in its own package from PyPI
 (tree-sitter-python, tree-sitter-bash, ...), so nothing is downloaded at run time.
 Definitions are qualified by their enclosing scopes (``Bucket.take``); references are
-identifier uses outside a definition's own name. Any other text file under the code root is
+identifier uses outside a definition's own name, and string literals that hold one name
+(``"db_admin"``: a value the code uses, found as text). Any other text file under the code root is
 read as text (pipeline.agents.psi_text): its definitions are found by the shapes most
 languages share, its references as whole words, and both are marked as text matches.
 """
@@ -12,6 +13,7 @@ languages share, its references as whole words, and both are marked as text matc
 from __future__ import annotations
 
 import importlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +26,9 @@ from tree_sitter import Language, Node, Parser
 from pipeline.agents.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
 from pipeline.agents.readable import nothing, walk
 from pipeline.settings import data_dir, load_toml
+
+LITERAL_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*[A-Za-z0-9_]")
+"""A string literal's content that is one name ("db_admin", "eu-west-1", "GOV.UK")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +252,16 @@ class _Walker:
             return [], ""
         return [], _text(node)
 
+    def _literal(self, node: Node) -> None:
+        """A string literal that holds one name ("db_admin", 'fail_open'): the code uses that
+        name as a value, a reference found by text (not exact)."""
+        value = _text(node).strip().strip("'\"`")
+        if LITERAL_NAME_RE.fullmatch(value):
+            line = node.start_point[0] + 1
+            self.index.references.append(
+                Reference(value, self.rel, line, self.lines[line - 1].strip(), exact=False)
+            )
+
     def walk(self, node: Node, scope: list[str], inside: bool, member: bool = False) -> None:
         """Index ``node``: ``scope`` qualifies its names, ``inside`` says it is within a
         definition, ``member`` that it is within a type (its functions are methods)."""
@@ -258,6 +273,8 @@ class _Walker:
                 self.index.references.append(
                     Reference(_text(node), self.rel, line, self.lines[line - 1].strip())
                 )
+            elif "string" in node.type and node.child_count == 0:
+                self._literal(node)
             for child in node.children:
                 self.walk(child, scope, inside, member)
             return
@@ -352,7 +369,7 @@ def answer(index: CodeIndex, query: str, kind: str, limit: int) -> str:
         refs = index.references_to(query)[:limit]
         lines = [f"{r.file}:{r.line}:{r.text}" for r in refs]
         if any(not r.exact for r in refs):
-            lines.append("(lines from files no grammar reads are whole-word text matches)")
+            lines.append("(lines from files no grammar reads, and string literals, are text matches)")
         return "\n".join(lines) or f"no references to {query} under the code root"
     symbols = index.definitions(query)
     if not symbols:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pipeline.agents.roles import RoleDef, Tier
 from pipeline.errors import InputError
+from pipeline.validation import did_you_mean, toml_locator
 
 OFFLINE = "offline"
 ENV_MODEL = "DESIGNLOOP_MODEL"
@@ -56,8 +57,10 @@ def parse_role_models(pairs: list[str], roles: Mapping[str, RoleDef]) -> dict[st
                 hint="e.g. --role-model design-author=anthropic:claude-sonnet-4-5",
             )
         if role not in roles:
+            close = did_you_mean(role, sorted(roles))
+            guess = f"did you mean {close!r}? " if close else ""
             raise InputError(
-                f"--role-model names unknown role {role!r}", hint=f"roles: {', '.join(sorted(roles))}"
+                f"--role-model names unknown role {role!r}", hint=f"{guess}roles: {', '.join(sorted(roles))}"
             )
         out[role] = model
     return out
@@ -80,8 +83,13 @@ def _model_table(
         raise InputError(f"[models.{group}] must be a table", file=source, hint=f"e.g. [models.{group}]")
     for key, value in table.items():
         if key not in known:
+            close = did_you_mean(key, known)
+            guess = f"did you mean {close!r}? " if close else ""
             raise InputError(
-                f"[models.{group}] names unknown {key!r}", file=source, hint=f"known: {', '.join(known)}"
+                f"[models.{group}] names unknown {key!r}",
+                file=source,
+                line=toml_locator(source)(("models", group, key)) if source else None,
+                hint=f"{guess}known: {', '.join(known)}",
             )
         if not isinstance(value, str) or not value.strip():
             raise InputError(
@@ -100,6 +108,34 @@ def check_model_option(value: str | None, flag: str = "--model") -> None:
         )
 
 
+def resolve_with_sources(
+    roles: Mapping[str, RoleDef],
+    options: ModelOptions,
+    settings: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    source: Path | None = None,
+) -> dict[str, tuple[str, str]]:
+    """Each role's model string and where it came from (the first that is set wins)."""
+    env = os.environ if env is None else env
+    check_model_option(options.model)
+    from_env = env.get(ENV_MODEL) or None  # an empty variable is an unset one
+    check_model_option(from_env, ENV_MODEL)
+    per_role = _model_table(settings, "roles", sorted(roles), source)
+    tiers = _model_table(settings, "tiers", list(TIERS), source)
+    file = source.name if source is not None else "designloop.toml"
+    chosen: dict[str, tuple[str, str]] = {}
+    for name, role in roles.items():
+        candidates = (
+            (options.role_models.get(name), f"--role-model {name}=..."),
+            (options.model, "--model"),
+            (from_env, ENV_MODEL),
+            (per_role.get(name), f"{file} [models.roles] {name}"),
+            (tiers.get(role.tier), f"{file} [models.tiers] {role.tier}"),
+        )
+        chosen[name] = next(((m, why) for m, why in candidates if m), (OFFLINE, "no model configured"))
+    return chosen
+
+
 def resolve_models(
     roles: Mapping[str, RoleDef],
     options: ModelOptions,
@@ -107,23 +143,30 @@ def resolve_models(
     env: Mapping[str, str] | None = None,
     source: Path | None = None,
 ) -> dict[str, str]:
-    env = os.environ if env is None else env
-    check_model_option(options.model)
-    from_env = env.get(ENV_MODEL) or None  # an empty variable is an unset one
-    check_model_option(from_env, ENV_MODEL)
-    per_role = _model_table(settings, "roles", sorted(roles), source)
-    tiers = _model_table(settings, "tiers", list(TIERS), source)
-    chosen: dict[str, str] = {}
-    for name, role in roles.items():
-        chosen[name] = (
-            options.role_models.get(name)
-            or options.model
-            or from_env
-            or per_role.get(name)
-            or tiers.get(role.tier)
-            or OFFLINE
-        )
-    return chosen
+    """The model string each role runs on."""
+    chosen = resolve_with_sources(roles, options, settings, env, source)
+    return {name: model for name, (model, _) in chosen.items()}
+
+
+def roles_played(ran: set[str], specs: Mapping[str, str]) -> dict[str, str]:
+    """The model each role in ``ran`` played (every role's, when none has run yet)."""
+    return {role: spec for role, spec in sorted(specs.items()) if role in ran or not ran}
+
+
+def engine_summary(models: Mapping[str, str]) -> str:
+    """Who reviewed, in words: ``the offline engine (rule-based, no model)`` when every role ran
+    on it, else each model with the roles it played."""
+    if not models:
+        return "no role ran"
+    if set(models.values()) == {OFFLINE}:
+        return "the offline engine for every role (rule-based, no model)"
+    by_model: dict[str, list[str]] = {}
+    for role, model in sorted(models.items()):
+        by_model.setdefault(model, []).append(role)
+    return "; ".join(
+        f"{'the offline engine' if model == OFFLINE else model} ({', '.join(roles)})"
+        for model, roles in sorted(by_model.items())
+    )
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
@@ -43,6 +44,8 @@ from pipeline.formats.kinds import Status
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline.observe import EngineError
 from pipeline.settings import Limits
+
+pydantic_ai.BANNER_ENABLED = False  # no vendor banner above designloop's own output
 
 
 @dataclass(slots=True)

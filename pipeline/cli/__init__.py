@@ -21,28 +21,46 @@ from pipeline.formats.space import space_error
 def _typer_main(argv: list[str]) -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from pipeline.cli import batch, discard, edit, records, reports, runs, workers  # noqa: F401  (registers the commands)
-    from pipeline.cli.app import app
+    from pipeline.cli import (  # noqa: F401  (registers the commands)
+        batch,
+        config,
+        discard,
+        edit,
+        lifecycle,
+        records,
+        reports,
+        runs,
+        workers,
+    )
+    from pipeline.cli.app import command_tree
 
     try:
-        code = app(args=argv, prog_name="designloop", standalone_mode=False)
+        code = command_tree().main(args=argv, prog_name="designloop", standalone_mode=False)
     except NoArgsIsHelpError:
         sys.exit(int(ExitCode.BAD_INPUT))  # the help is already on the screen
     except ClickException as exc:  # a usage error: the same contract as every other bad input
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "designloop"
-        raise InputError(f"{where}: {exc.format_message()}", hint=f"see '{where} --help'") from None
+        # "designloop: create: No such option: --bogus", the program named once
+        command = where.removeprefix("designloop").strip()
+        message = f"{command}: {exc.format_message()}" if command else exc.format_message()
+        raise InputError(message, hint=f"see '{where} --help'") from None
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    from pipeline.cli.output import forget_flags
+
+    forget_flags()
     try:
         if args and args[0] in FAST_COMMANDS:
             sys.exit(int(run_fast(args[0], args[1:])))
         _typer_main(args)
     except DesignloopError as exc:
-        sys.stderr.write(f"designloop: {exc.render()}\n")
+        from pipeline.cli.output import pasteable
+
+        sys.stderr.write(f"designloop: {pasteable(exc.render())}\n")
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.stderr.write("designloop: interrupted\n")

@@ -3,24 +3,74 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pipeline.cli.fast import FAST_COMMANDS, run_fast
 from pipeline.cli.options import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt
+from pipeline.cli.output import emit_json, say, table
 from pipeline.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from typer._click import Command
 
 app = typer.Typer(
     name="designloop",
     help="Write and review design documents under a strict, resumable review discipline.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    rich_markup_mode=None,  # plain help, as check, slices and gate print theirs
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from pipeline import __version__
+
+        typer.echo(f"designloop {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="print the version and exit"),
+    ] = False,
+) -> None:
+    """Write and review design documents under a strict, resumable review discipline."""
+
+
+def command_tree() -> Command:
+    """The click command tree of every typer command, each parameter with a metavar that says
+    what to write (``DIR``, ``N``, ``MODEL``), never a Python type."""
+    from typer.core import TyperArgument
+
+    root = typer.main.get_command(app)
+
+    def walk(command: object) -> None:
+        for child in getattr(command, "commands", {}).values():
+            walk(child)
+        for param in getattr(command, "params", []):
+            if param.metavar is not None:
+                continue
+            if isinstance(param, TyperArgument):
+                param.metavar = (param.name or "value").upper()
+                setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010 (the name says what to write)
+            elif getattr(param, "is_flag", False):
+                param.metavar = ""
+            else:
+                param.metavar = _METAVARS.get(param.bare_type().removeprefix("list[").rstrip("]"), "TEXT")
+
+    walk(root)
+    return root
+
+
+_METAVARS = {"int": "N", "float": "NUMBER", "Path": "PATH", "str": "TEXT", "bool": ""}
 
 _SUMMARIES = {
     "check": "Run the mechanical checks (exit 0 no blocker, 1 any blocker, 2 could not check).",
@@ -91,16 +141,14 @@ def roles(
         for r in definitions.values()
     ]
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        emit_json({"roles": rows})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("role", "tools", "log", "tier", "model")
+    cells: list[list[object]] = []
     for r in definitions.values():
         log = "reads" if r.reads_research_log else "cold"
-        table.add_row(r.name, ", ".join(r.tools), log, r.tier, specs[r.name])
-    Console().print(table)
+        model = "offline engine" if specs[r.name] == OFFLINE else specs[r.name]
+        cells.append([r.name, ", ".join(r.tools), log, r.tier, model])
+    table(("role", "tools", "log", "tier", "model"), cells)
 
 
 def _parse_slice(value: str | None) -> tuple[int, int] | None:
@@ -192,18 +240,15 @@ def review(
     findings = [f for r in run.results if r.review for f in r.review.findings]
     blocking = any(f.severity in ("blocker", "should-fix") for f in findings)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "role": role,
-                    "results": [r.to_json() for r in run.results],
-                    "usage": total.to_json(),
-                    "prefix_share": round(run.prefix_share, 4),
-                    "gate_entry": run.gate_entry,
-                },
-                indent=2,
-                default=str,
-            )
+        emit_json(
+            {
+                "role": role,
+                "models": {role: session.runtime.model_specs.get(role, "offline")},
+                "results": [r.to_json() for r in run.results],
+                "usage": total.to_json(),
+                "prefix_share": round(run.prefix_share, 4),
+                "gate_entry": run.gate_entry,
+            }
         )
     else:
         _print_review(role, run, total)
@@ -211,30 +256,34 @@ def review(
 
 
 def _print_review(role: str, run: object, total: object) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
+    from pipeline.agents.resolve import OFFLINE
     from pipeline.agents.review import ReviewRun
     from pipeline.agents.usage import Usage
 
     assert isinstance(run, ReviewRun) and isinstance(total, Usage)
-    console = Console()
     for result in run.results:
-        head = f"[bold]{role}[/bold] ({result.model}): {result.status}"
+        engine = "the offline engine" if result.model == OFFLINE else result.model
+        head = f"[bold]{role}[/bold] ({escape(engine)}): {result.status}"
         if result.review is not None:
             head += f", {result.review.verdict}"
         elif result.output is not None:
-            head += f" — {getattr(result.output, 'summary', '')}"
-        console.print(head)
+            head += f" — {escape(getattr(result.output, 'summary', ''))}"
+        say(head)
         if result.error:
-            console.print(f"  [red]{result.error}[/red]")
+            say(f"  [red]{escape(result.error)}[/red]")
         if result.review and result.review.findings:
-            table = Table("severity", "rule", "where", "message")
-            for f in result.review.findings:
-                table.add_row(f.severity, f.rule, f.where(), f.message)
-            console.print(table)
+            rows = [[f.severity, f.rule, f.where(), f.message] for f in result.review.findings]
+            table(("severity", "rule", "where", "message"), rows)
     if run.gate_entry:
-        console.print("appended to the gate record:\n" + run.gate_entry)
-    console.print(
-        f"tokens {total.total_tokens} ({total.calls} calls, {total.cache_hits} cached), cost ${total.cost}"
+        say("appended to the gate record:\n" + run.gate_entry, plain=True)
+    cost = (
+        "unpriced"
+        if total.calls and not total.cost and any(r.model != OFFLINE for r in run.results)
+        else f"${total.cost}"
+    )
+    say(
+        f"tokens {total.total_tokens} ({total.calls} calls, {total.cache_hits} cached), cost {cost}",
+        plain=True,
     )

@@ -10,7 +10,8 @@ from pipeline.errors import InputError
 
 class ArgParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+        command = self.prog.removeprefix("designloop").strip()  # the program named once
+        raise InputError(f"{command}: {message}", hint=f"see '{self.prog} --help'")
 
 
 def emit(text: str) -> None:

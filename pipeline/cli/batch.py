@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BatchFlags,
     BudgetOpt,
@@ -22,15 +22,19 @@ from pipeline.cli.options import (
     JsonOpt,
     ModelOpt,
     NoWarmupOpt,
+    QuietOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
+    Show,
     StaleOnlyOpt,
     StoreOpt,
+    VerboseOpt,
     WaitOpt,
     parse_fail_on,
     runs_dir_of,
 )
+from pipeline.cli.output import emit_json, is_terminal
 from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 
 if TYPE_CHECKING:
@@ -60,7 +64,7 @@ BatchCostOpt = Annotated[
 SarifOpt = Annotated[
     Path | None, typer.Option("--sarif", help="also write the batch's findings as SARIF 2.1.0 to this file")
 ]
-COLUMNS = ("directory", "action", "run", "round", "spawns", "outcome", "tokens", "cost (USD)", "exit")
+COLUMNS = ("directory", "action", "run", "round", "spawns", "outcome", "tokens", "cost (USD)", "exit", "why")
 
 
 def _cells(row: Row) -> list[str]:
@@ -74,37 +78,41 @@ def _cells(row: Row) -> list[str]:
         str(row.tokens),
         f"{row.cost:.4f}",
         "-" if row.exit_code is None else str(row.exit_code),
+        why(row),
     ]
 
 
+def why(row: Row) -> str:
+    """Why a directory did not simply pass: its message's first line (a pause, a stop, a bad
+    input, another run holding it, an edit since its last run), else ``-``."""
+    if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
+        return row.message.splitlines()[0]
+    return "-"
+
+
 def _table(batch: Batch) -> Table:
-    from rich.table import Table
+    from pipeline.cli.output import rich_table
 
-    table = Table(*COLUMNS, title=f"batch {batch.batch_id}")
-    for row in batch.rows:
-        table.add_row(*_cells(row))
-    return table
+    return rich_table(COLUMNS, [_cells(row) for row in batch.rows], title=f"batch {batch.batch_id}")
 
 
-def present_batch(batch: Batch) -> None:
-    from rich.console import Console
+def present_batch(batch: Batch, quiet: bool = False) -> None:
+    from pipeline.cli.output import cost_text, say, table, write
 
-    console = Console()
-    console.print(_table(batch))
-    errors = Console(stderr=True, soft_wrap=True)  # whole lines, on stderr: a CI log shows each error
-    for row in batch.rows:
-        if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
-            errors.print(f"{row.directory}: {row.message}", markup=False, highlight=False)
-        for reason in row.stale:  # --stale-only: why the directory ran again
-            console.print(f"{row.directory}: stale claim: {reason}", markup=False, highlight=False)
+    if not quiet:
+        table(COLUMNS, [_cells(row) for row in batch.rows], title=f"batch {batch.batch_id}")
+        for row in batch.rows:  # whole messages, on stderr: a CI log shows each error in full
+            if why(row) != "-":
+                write(f"{row.directory}: {row.message}", stderr=True)
+            for reason in row.stale:  # --stale-only: why the directory ran again
+                write(f"{row.directory}: stale claim: {reason}")
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
-    console.print(
+    say(
         f"{totals['directories']} directories: {outcomes}; {totals['spawns']} spawns, "
-        f"{totals['tokens']} tokens, ${totals['cost_usd']}, {totals['cache_hits']} cached calls; "
+        f"{totals['tokens']} tokens, {cost_text(totals['cost_usd'])}, {totals['cache_hits']} cached calls; "
         f"exit {totals['exit_code']}",
-        markup=False,
-        highlight=False,
+        plain=True,
     )
 
 
@@ -141,20 +149,37 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         batch_cost=cost,
         outputs=(target,) if target is not None else (),
         force=flags.force,
+        approve_if_ready=flags.approve_if_ready,
         stale_only=flags.stale_only,
     )
-    live = not flags.as_json and sys.stdout.isatty()
+    show = flags.show
+    live = not flags.as_json and not show.quiet and not show.verbose and is_terminal()
     try:
         runner = BatchRunner(options, store)
+        if not live and show.verbose and not flags.as_json:
+            runner.progress = _row_lines()
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
     code = _write_sarif(target, batch, runs, repo_root(dirs[0])) if target is not None else batch.exit_code
     if flags.as_json:
-        typer.echo(json.dumps(batch.to_json(), indent=2))
+        emit_json(batch.to_json())
     else:
-        present_batch(batch)
+        present_batch(batch, show.quiet)
     raise typer.Exit(int(code))
+
+
+def _row_lines() -> Callable[[Row, BaseEvent | None], None]:
+    """``--verbose``: each directory's steps as lines on stderr, named by the directory."""
+    from pipeline.cli.live import step_line
+    from pipeline.cli.output import write
+
+    def tell(row: Row, event: BaseEvent | None) -> None:
+        line = step_line(event) if event is not None else f"{row.action}"
+        if line is not None:
+            write(f"{row.directory}: {line.strip()}", stderr=True)
+
+    return tell
 
 
 def check_session(root: Path, session: SessionOptions) -> None:
@@ -189,7 +214,7 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
     from pipeline.formats.textio import atomic_write
 
     try:
-        atomic_write(target, batch_sarif(batch))
+        atomic_write(target, batch_sarif(batch, root))
         record_byproducts(runs, root, [target])
     except OSError as exc:
         typer.echo(f"designloop: {target}: cannot write the SARIF file: {exc.strerror}", err=True)
@@ -230,6 +255,9 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         sarif: SarifOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        quiet: QuietOpt = False,
+        verbose: VerboseOpt = False,
+        approve_if_ready: ApproveOpt = False,
         stale_only: StaleOnlyOpt = False,
     ) -> None:
         flags = BatchFlags(
@@ -250,6 +278,8 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             as_json=as_json,
             sarif=sarif,
             force=force,
+            show=Show(quiet=quiet, verbose=verbose, as_json=as_json),
+            approve_if_ready=approve_if_ready,
             stale_only=stale_only,
         )
         run_batch(kind, directories, flags)
@@ -261,9 +291,11 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
 EXITS = """
     Exit: the most urgent of the directories' codes, in this order: 70 internal error, 2 bad input
     (or a directory another run holds), 5 INCONCLUSIVE, 4 budget, 3 paused, 1 findings remain,
-    0 every directory PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left
-    alone as edited since its last run. A directory whose last run finished on unchanged inputs
-    is skipped with that outcome reported again; --force runs every directory. With
+    6 --approve-if-ready refused the approval of a run that exited 0, then 0 every directory
+    PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left alone as edited since
+    its last run. A directory whose last run finished on unchanged inputs is skipped with that
+    outcome reported again (--approve-if-ready approves runs of this batch only); --force runs
+    every directory. With
     --stale-only the whole code counts for nothing: a directory runs when one of its design
     inputs changed or a claim of its claims ledger is stale (designloop drift).
     """

@@ -12,8 +12,11 @@ open stays open); one left alone as edited adds nothing.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from pipeline.cli.render import to_sarif
-from pipeline.fleet.rows import Batch
+from pipeline.fleet.rows import Batch, Row
 from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.kinds import PHASE1
 
@@ -35,7 +38,39 @@ STATES: dict[str, tuple[str, Severity, str]] = {
 }
 
 
-def batch_findings(batch: Batch) -> list[Finding]:
+STATE_RULES = {
+    "designloop-bad-input": "a design directory could not be run: its input is bad, or another run held it",
+    "designloop-inconclusive": "a required review never happened (a role returned no valid review twice)",
+    "designloop-budget": "the run stopped at its budget; it resumes with a larger one",
+    "designloop-paused": "the research log's adversarial gate is open; the run resumes once it is resolved",
+    "designloop-decision-needed": "phase 4 found a gap only a decision can settle",
+}
+"""The rules of the results a directory adds for how its run ended (their help in SARIF)."""
+
+LEAD = re.compile(r"^(?P<file>[^\s:][^:\n]*?)(?::\d+)?: ")
+
+
+def _at_fault(row: Row, root: Path, document: str) -> str:
+    """Where a directory's own result points: the research log for a paused run (its gate is
+    what to resolve), the file a bad input names (or, when that file is missing, the nearest
+    directory that exists), else the document the run writes."""
+    if row.outcome == "PAUSED":
+        return f"{row.directory}/_workflow/research-log.md"
+    match = LEAD.match(row.message or "") if row.action == "bad" else None
+    if match is None:
+        return document
+    named = Path(match.group("file"))
+    path = named if named.is_absolute() else root / named
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return document
+
+
+def batch_findings(batch: Batch, root: Path | None = None) -> list[Finding]:
+    base = root or Path.cwd()
     out: list[Finding] = []
     for row in batch.rows:
         target = (
@@ -49,11 +84,16 @@ def batch_findings(batch: Batch) -> list[Finding]:
             rule, severity, fix = state
             message = (row.message or row.outcome or row.action).splitlines()[0]
             text = f"{row.directory}: {message}"
-            out.append(Finding(severity=severity, rule=rule, message=text, suggested_fix=fix, file=target))
+            where = _at_fault(row, base, target)
+            out.append(Finding(severity=severity, rule=rule, message=text, suggested_fix=fix, file=where))
     return out
 
 
-def batch_sarif(batch: Batch) -> str:
-    from pipeline.checks.table import rule_table
+def batch_sarif(batch: Batch, root: Path | None = None) -> str:
+    from pipeline.checks.table import Rule, rule_table
 
-    return to_sarif(batch_findings(batch), rule_table())
+    rules = dict(rule_table())
+    severity = {rule: sev for rule, sev, _ in STATES.values()}
+    for rule_id, summary in STATE_RULES.items():
+        rules[rule_id] = Rule(rule_id, severity[rule_id], False, summary)
+    return to_sarif(batch_findings(batch, root), rules, root)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -29,7 +28,9 @@ def discard(
     finally:
         runs.close()
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "was": view.state, "state": "discarded"}))
+        from pipeline.cli.output import emit_json
+
+        emit_json({"run_id": run_id, "was": view.state, "state": "discarded"})
     else:
         typer.echo(
             f"run {run_id} ({view.state}) discarded: it is never resumed; its files are left as they are"

@@ -11,15 +11,21 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BudgetOpt,
     CostOpt,
     EditFlags,
     JsonOpt,
     ModelOpt,
+    NoDiffOpt,
+    QuietOpt,
     RequestsOpt,
     RoleModelOpt,
     RunsOpt,
+    Show,
+    UnfreezeOpt,
+    VerboseOpt,
     WaitOpt,
     parse_fail_on,
     runs_dir_of,
@@ -79,11 +85,18 @@ def edit(
     wait: WaitOpt = False,
     as_json: JsonOpt = False,
     max_requests: RequestsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    no_diff: NoDiffOpt = False,
+    approve_if_ready: ApproveOpt = False,
+    unfreeze: UnfreezeOpt = False,
 ) -> None:
     """One interactive mutation through the discipline: apply, check, cold-read, fix, log.
 
     Exit 0 PASS (or should-fix findings left, with a warning), 1 blockers remain (or should-fix
-    under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget.
+    under --fail-on should-fix), 2 bad input or a malformed edit (nothing is changed), 4 budget,
+    6 refused: design-final.md exists (the design is frozen; --unfreeze), or --approve-if-ready
+    refused the approval of a PASS.
     """
     flags = EditFlags(
         kind=kind,
@@ -105,6 +118,9 @@ def edit(
         wait=wait,
         as_json=as_json,
         max_requests=max_requests,
+        show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
+        approve_if_ready=approve_if_ready,
+        unfreeze=unfreeze,
     )
     run_edit(directory, flags)
 
@@ -160,7 +176,28 @@ def run_edit(directory: Path, flags: EditFlags) -> None:
     # The design directory's run lock is held from before the edit's run exists to its end.
     store = LocalStore(options.runs_dir or runs_dir_of(None))  # edits run on the local store
     with hold_directory(store, target.resolve(), run_id, flags.wait) as lock:
+        _frozen(target, request.kind, flags)  # decided under the lock: no final run is under way
         run = start_run(plan_edit(request, target, options, chooser, run_id))
-        if not flags.as_json:
+        if not flags.as_json and not flags.show.quiet:
             typer.echo(f"run {run.run_id}", err=True)
-        run_and_report(run, False, flags.as_json, store, lock)
+        run_and_report(run, False, flags.show, store, lock, flags.approve_if_ready)
+
+
+def _frozen(target: Path, kind: str, flags: EditFlags) -> None:
+    """Refuse an edit of a design phase 4 froze (exit 6), unless --unfreeze says so; with
+    --approve-if-ready, an approvals file that cannot take the approval is bad input now."""
+    from pipeline.errors import TransitionRefused
+    from pipeline.formats.design_dir import open_design_dir
+    from pipeline.runs.lifecycle import check_approvals, refuse_frozen
+
+    design = open_design_dir(target)
+    if flags.approve_if_ready:
+        check_approvals(design)
+    try:
+        refuse_frozen(design, kind, flags.unfreeze)
+    except TransitionRefused as exc:
+        if flags.as_json:
+            from pipeline.cli.output import emit_json
+
+            emit_json({"error": exc.to_json()})
+        raise

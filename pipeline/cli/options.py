@@ -21,21 +21,34 @@ if TYPE_CHECKING:
     from pipeline.runs.records import FailOn
     from pipeline.runs.store import RunStore
 
-ModelOpt = Annotated[str | None, typer.Option("--model", help="pydantic-ai model string for every role")]
-RoleModelOpt = Annotated[list[str] | None, typer.Option("--role-model", help="ROLE=MODEL, repeatable")]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="an OpenAI-compatible server's base URL")]
-BudgetOpt = Annotated[int | None, typer.Option("--budget", help="stop cleanly after this many tokens")]
-CostOpt = Annotated[str | None, typer.Option("--max-cost", help="stop cleanly after this many US dollars")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", metavar="MODEL", help="pydantic-ai model string for every role")
+]
+RoleModelOpt = Annotated[
+    list[str] | None, typer.Option("--role-model", metavar="ROLE=MODEL", help="a role's model, repeatable")
+]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", metavar="URL", help="an OpenAI-compatible server's base URL")
+]
+BudgetOpt = Annotated[
+    int | None, typer.Option("--budget", metavar="TOKENS", help="stop cleanly after this many tokens")
+]
+CostOpt = Annotated[
+    str | None, typer.Option("--max-cost", metavar="USD", help="stop cleanly after this many US dollars")
+]
 RequestsOpt = Annotated[
     int | None,
     typer.Option("--max-requests", help="the most model requests one spawn may make ([run] spawn_requests)"),
 ]
-RunsOpt = Annotated[Path | None, typer.Option("--runs-dir", help="run records and the model-call cache")]
+RunsOpt = Annotated[
+    Path | None, typer.Option("--runs-dir", metavar="DIR", help="run records and the model-call cache")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object on stdout")]
 StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
+        metavar="URL",
         help="postgresql://... keeps runs in PostgreSQL (default: DESIGNLOOP_STORE, else local files)",
     ),
 ]
@@ -44,6 +57,7 @@ FailOnOpt = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
+        metavar="blocker|should-fix",
         help="blocker (default): only BLOCKER REMAINS exits 1; should-fix: SHOULD-FIX REMAINS exits 1 too",
     ),
 ]
@@ -51,7 +65,7 @@ WaitOpt = Annotated[
     bool, typer.Option("--wait", help="if another run is working on the directory, start when it is done")
 ]
 CodeRootOpt = Annotated[
-    Path | None, typer.Option("--code-root", help="where the code the design describes lives")
+    Path | None, typer.Option("--code-root", metavar="DIR", help="where the code the design describes lives")
 ]
 ForceOpt = Annotated[
     bool,
@@ -69,7 +83,43 @@ StaleOnlyOpt = Annotated[
         "where a design input changed or a claim went stale",
     ),
 ]
+ApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approve-if-ready",
+        help="accept the revision the run leaves in the same invocation, only when every condition "
+        "holds (docs/lifecycle.md); the run's outcome stands either way",
+    ),
+]
+UnfreezeOpt = Annotated[
+    bool,
+    typer.Option("--unfreeze", help="edit design.md or its companion although phase 4 froze them"),
+]
+DirArg = Annotated[Path, typer.Argument(help="the design directory")]
+DocFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--file", help="design, mechanics, final or final-mechanics (default: the stage's documents)"
+    ),
+]
 DirsArg = Annotated[list[str], typer.Argument(help="design directories or globs, e.g. 'docs/adr/*'")]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="print only the outcome (and what to do next); no live view")
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="print each step as a line on stderr as it happens")
+]
+NoDiffOpt = Annotated[bool, typer.Option("--no-diff", help="leave the diff out of what is printed")]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Show:
+    """What a run command prints (``--quiet``, ``--verbose``, ``--no-diff``, ``--json``)."""
+
+    quiet: bool = False
+    verbose: bool = False
+    diff: bool = True
+    as_json: bool = False
 
 
 def parse_fail_on(value: str | None) -> FailOn | None:
@@ -90,6 +140,10 @@ def runs_dir_of(runs_dir: Path | None) -> Path:
 
     given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
     check_runs_link(given)
+    if runs_dir is not None:  # every hint printed from here on names it, so pasting it works
+        from pipeline.cli.output import remember_flag
+
+        remember_flag("--runs-dir", str(runs_dir))
     return given.resolve()
 
 
@@ -97,6 +151,12 @@ def open_store(store: str | None, runs_dir: Path | None) -> RunStore:
     """The run store the command works against: --store, DESIGNLOOP_STORE, else local files."""
     from pipeline.runs.store import open_store as open_
 
+    if store is not None:  # for the hints; an address with a password is never printed
+        from pipeline.cli.output import remember_flag
+        from pipeline.runs.address import redact
+
+        shown = redact(store)
+        remember_flag("--store", "URL" if "***" in shown or shown != store else store)
     return open_(store, runs_dir_of(runs_dir))
 
 
@@ -137,6 +197,8 @@ class RunFlags(SessionFlags):
     as_json: bool = False
     store: str | None = None
     force: bool = False
+    show: Show = Show()
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +213,8 @@ class ResumeFlags:
     as_json: bool = False
     store: str | None = None
     max_requests: int | None = None
+    show: Show = Show()
+    approve_if_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,6 +233,9 @@ class EditFlags(SessionFlags):
     fail_on: str | None = None
     wait: bool = False
     as_json: bool = False
+    show: Show = Show()
+    approve_if_ready: bool = False
+    unfreeze: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,3 +254,18 @@ class BatchFlags(SessionFlags):
     force: bool = False
     stale_only: bool = False
     """Skip by the design inputs and the claims ledgers instead of the whole code (fleet.rows)."""
+    show: Show = Show()
+    approve_if_ready: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreFlags:
+    """The run store a lifecycle command reads (``approve``, ``reject``, ``ready``, ``show``,
+    ``status DIR``) and how it answers."""
+
+    runs_dir: Path | None = None
+    store: str | None = None
+    as_json: bool = False
+
+    def open(self) -> RunStore:
+        return open_store(self.store, self.runs_dir)

@@ -9,6 +9,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt, ModelOpt, RoleModelOpt, RunsOpt, StoreOpt, open_store
+from pipeline.cli.output import cost_text, emit_json, table
 
 if TYPE_CHECKING:
     from pipeline.runs.store import RunStore
@@ -49,7 +50,7 @@ def report(
                 "name the run to report on, or pass --batch", hint="designloop runs lists the runs"
             )
         else:
-            paths = _run_report(opened.run_dir(run_id), out)
+            paths = _run_report(opened.run_dir(run_id), out, opened)
         if out is not None:  # designloop's own files: no role reads them, no batch counts them
             # Relative to the repository the commands run in (that of the default runs
             # directory, as for a batch's --sarif), never to a checkout nested in it.
@@ -60,20 +61,26 @@ def report(
         typer.echo(str(path))
 
 
-def _run_report(run_dir: Path, out: Path | None) -> list[Path]:
+def _run_report(run_dir: Path, out: Path | None, store: RunStore) -> list[Path]:
     from pipeline.formats.textio import atomic_write
+    from pipeline.runs.lifecycle_read import revision_states
     from pipeline.runs.report import load_report, render_html, render_markdown
 
     data = load_report(run_dir)
+    if data.revisions:  # each revision's state, as this checkout's approvals file tells it
+        states = revision_states(store, run_dir.name)
+        revisions = data.revisions.items()
+        data.states = {
+            file: states[file, rev.number] for file, rev in revisions if (file, rev.number) in states
+        }
     target = (out or run_dir).resolve()
+    target.mkdir(parents=True, exist_ok=True)
     atomic_write(target / "report.html", render_html(data))
     atomic_write(target / "report.md", render_markdown(data))
     return [target / "report.html", target / "report.md"]
 
 
 def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> list[Path]:
-    import os
-
     from pipeline.errors import InputError
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.batch_report import line_for, render_batch_html, render_batch_markdown
@@ -89,8 +96,10 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
             try:
                 run_dir = store.run_dir(row.run_id)
                 view = store.view(row.run_id)
-                _run_report(run_dir, None)
-                link = os.path.relpath(run_dir.resolve() / "report.html", target)
+                # Each run's report beside the batch's, linked relatively: the links work
+                # wherever the directory goes (an uploaded artifact, another machine).
+                _run_report(run_dir, target / "runs" / row.run_id, store)
+                link = f"runs/{row.run_id}/report.html"
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures
         lines.append(line_for(row, view, link))
@@ -108,8 +117,6 @@ def estimate(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the spawns, tokens and cost range a run would take, before running it."""
-    import json
-
     from pipeline.agents.estimate import estimate as estimate_dir
     from pipeline.agents.session import SessionOptions, open_session
     from pipeline.errors import InputError
@@ -132,22 +139,22 @@ def estimate(
         check_inputs(design, kinds[kind])
         rows.append(estimate_dir(design, kinds[kind], session))
     if as_json:
-        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        emit_json({"estimates": [r.to_json() for r in rows]})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("directory", "kind", "slices", "spawns", "tokens", "cost (USD)")
+    cells = []
     for r in rows:
-        cost = f"{r.low.cost:.4f} – {r.high.cost:.4f}"
-        if r.high.unpriced:
-            cost += f" (no price for {', '.join(sorted(r.high.unpriced))})"
-        table.add_row(
-            r.directory,
-            r.kind,
-            str(r.slices),
-            f"{r.low.spawns}–{r.high.spawns}",
-            f"{r.low.tokens}–{r.high.tokens}",
-            cost,
+        low, high = (
+            cost_text(r.low.cost, sorted(r.low.unpriced)),
+            cost_text(r.high.cost, sorted(r.high.unpriced)),
         )
-    Console().print(table)
+        cells.append(
+            [
+                r.directory,
+                r.kind,
+                r.slices,
+                f"{r.low.spawns}–{r.high.spawns}",
+                f"{r.low.tokens}–{r.high.tokens}",
+                f"{low} – {high}",
+            ]
+        )
+    table(("directory", "kind", "slices", "spawns", "tokens", "cost (USD)"), cells)

@@ -4,8 +4,6 @@ with it: hold its design directory's lock (``hold_directory``), run it and repor
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +12,7 @@ import typer
 
 from pipeline.cli.app import app
 from pipeline.cli.options import (
+    ApproveOpt,
     BaseUrlOpt,
     BudgetOpt,
     CodeRootOpt,
@@ -22,17 +21,22 @@ from pipeline.cli.options import (
     ForceOpt,
     JsonOpt,
     ModelOpt,
+    NoDiffOpt,
     NoWarmupOpt,
+    QuietOpt,
     RequestsOpt,
     ResumeFlags,
     RoleModelOpt,
     RunFlags,
     RunsOpt,
+    Show,
     StoreOpt,
+    VerboseOpt,
     WaitOpt,
     open_store,
     parse_fail_on,
 )
+from pipeline.cli.output import say
 from pipeline.errors import ExitCode
 from pipeline.formats.kinds import DESIGN_SYNC, PHASE1, PHASE4, CreationKind
 
@@ -66,50 +70,125 @@ def hold_directory(
     return holding(lock, holder_for(run_id), wait, _waiting(directory))
 
 
-def run_and_report(run: OpenRun, resume: bool, as_json: bool, store: RunStore, lock: RunLock) -> None:
+def run_and_report(
+    run: OpenRun, resume: bool, show: Show, store: RunStore, lock: RunLock, approve: bool = False
+) -> None:
     """Run under ``lock`` (held by the caller: a run that loses it stops, graph.watch), show it
-    (live on a terminal), print its result, and exit with its code."""
+    (live on a terminal, step by step on stderr with --verbose), print its result, and exit
+    with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
+    under the lock."""
+    from pipeline.cli.output import is_terminal
     from pipeline.graph.runner import execute
+    from pipeline.runs.lifecycle import approve_if_ready
 
-    if not as_json and sys.stdout.isatty():
+    live_view = not show.as_json and not show.quiet and not show.verbose and is_terminal()
+    if live_view:
         from pipeline.cli.live import LiveView
 
         with LiveView(run.record.kind) as live:
             result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
-        result = asyncio.run(execute(run, resume=resume, store=store, lock=lock))
-    if as_json:
+        from pipeline.cli.live import StepLines
+
+        listener = StepLines() if show.verbose and not show.as_json else None
+        result = asyncio.run(execute(run, resume=resume, listener=listener, store=store, lock=lock))
+    approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
+    # The outcome stands; a run that exited 0 exits as its refused approval does (6, or 2).
+    code = approval.exit_code(result.exit_code) if approval is not None else result.exit_code
+    revisions = revisions_left(store, run.run_id)
+    if show.as_json:
+        from pipeline.cli.output import emit_json
+
         kept = {"overwrote": run.record.overwrote, "kept": run.record.kept}
-        typer.echo(json.dumps(result.to_json() | kept, indent=2, default=str))
+        extra = {"approval": approval.to_json()} if approval is not None else {}
+        emit_json(result.to_json() | kept | extra | {"revisions": revisions})
     else:
-        _present(run.run_dir, result)
+        present(run.run_dir, result, show, revisions)
         for file, copy in run.record.kept.items():
-            typer.echo(f"the overwritten {file} is kept at {copy}")
-    raise typer.Exit(int(result.exit_code))
+            say(f"the overwritten {file} is kept at {copy}", plain=True)
+        if approval is not None:
+            say(approval.line(), plain=True)
+    raise typer.Exit(int(code))
 
 
-def _present(run_dir: Path, result: RunResult) -> None:
-    from rich.console import Console
+def revisions_left(store: RunStore, run_id: str) -> list[dict[str, object]]:
+    """Each revision the run left, with its state now (candidate, accepted ...)."""
+    from pipeline.errors import InputError
+    from pipeline.runs.lifecycle_read import revision_states
 
-    console = Console()
+    try:
+        view = store.view(run_id)
+    except InputError:  # a run whose records cannot be read now: its own output says the rest
+        return []
+    if not view.revisions:
+        return []
+    states = revision_states(store, run_id)
+    return [
+        {
+            "file": file,
+            "name": Path(rev.path or file).name,
+            "number": rev.number,
+            "sha256": rev.sha256,
+            "state": states.get((file, rev.number), "unknown"),
+        }
+        for file, rev in sorted(view.revisions.items())
+    ]
+
+
+def without_diff(summary: str) -> str:
+    """summary.md without its ``## Diff`` section (a diff line never starts with ``## ``)."""
+    out: list[str] = []
+    skipping = False
+    for line in summary.splitlines(keepends=True):
+        if line.startswith("## "):
+            skipping = line.strip() == "## Diff"
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def present(
+    run_dir: Path, result: RunResult, show: Show, revisions: list[dict[str, object]] | None = None
+) -> None:
+    """The run's summary (the diff, the review-log entry), then what to do next and the outcome
+    line naming who reviewed: on a terminal through Rich, elsewhere as it is (a valid diff)."""
+    from rich.markup import escape
+
+    from pipeline.agents.resolve import engine_summary
+    from pipeline.cli.output import console, is_terminal, pasteable, write
+
     summary = run_dir / "summary.md"
     outcome = result.to_json()["outcome"]
-    if result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE) and summary.is_file():
-        console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False)
+    shown = result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE)
+    if shown and summary.is_file() and not show.quiet:
+        text = summary.read_text(encoding="utf-8")
+        text = text if show.diff else without_diff(text)
+        if is_terminal():
+            console().print(text, markup=False, highlight=False)
+        else:
+            write(text)
     if outcome == "SHOULD-FIX REMAINS" and result.exit_code == ExitCode.OK:
-        console.print(
+        say(
             "[yellow]warning:[/yellow] should-fix findings remain as debt (see the review log); "
             "--fail-on should-fix makes this exit 1"
         )
     if result.paused:
-        console.print(f"[yellow]paused at the S3 gate:[/yellow] {result.message}")
-        console.print(f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}")
+        say(f"[yellow]paused at the S3 gate:[/yellow] {escape(result.message or '')}")
+        say(
+            pasteable(
+                f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}"
+            ),
+            plain=True,
+        )
     elif result.exit_code == ExitCode.BUDGET:
-        console.print(f"[yellow]stopped:[/yellow] {result.message}")
+        say(f"[yellow]stopped:[/yellow] {escape(result.message or '')}")
         flag = result.flag or "--budget"
         more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
-        console.print(f"resume with: designloop resume {result.run_id} {flag} {more}")
-    console.print(f"run {result.run_id}: {outcome}")
+        say(pasteable(f"resume with: designloop resume {result.run_id} {flag} {more}"), plain=True)
+    reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
+    for rev in revisions or []:
+        reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
+    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
 
 
 def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:
@@ -125,6 +204,10 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
     plan = plan_run(
         kind, target, flags.session(), not flags.no_warmup, root.resolve() if root else None, failing
     )
+    if flags.approve_if_ready:
+        from pipeline.runs.lifecycle import check_approvals
+
+        check_approvals(plan.design)
     store = open_store(flags.store, flags.runs_dir)
     try:
         with hold_directory(store, plan.design.root, plan.run_id, flags.wait) as lock:
@@ -135,9 +218,9 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             plan.overwrite = later.reasons
             run = start_run(plan)
             store.register(run.run_dir)
-            if not flags.as_json:
+            if not flags.as_json and not flags.show.quiet:
                 typer.echo(f"run {run.run_id}", err=True)
-            run_and_report(run, False, flags.as_json, store, lock)
+            run_and_report(run, False, flags.show, store, lock, flags.approve_if_ready)
     finally:
         store.close()
 
@@ -159,6 +242,10 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         store: StoreOpt = None,
         force: ForceOpt = False,
         max_requests: RequestsOpt = None,
+        quiet: QuietOpt = False,
+        verbose: VerboseOpt = False,
+        no_diff: NoDiffOpt = False,
+        approve_if_ready: ApproveOpt = False,
     ) -> None:
         flags = RunFlags(
             model=model,
@@ -175,6 +262,8 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             as_json=as_json,
             store=store,
             force=force,
+            show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
+            approve_if_ready=approve_if_ready,
         )
         start_creation(kind, directory, flags)
 
@@ -214,6 +303,10 @@ def resume(
     as_json: JsonOpt = False,
     store: StoreOpt = None,
     max_requests: RequestsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    no_diff: NoDiffOpt = False,
+    approve_if_ready: ApproveOpt = False,
 ) -> None:
     """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
     flags = ResumeFlags(
@@ -225,6 +318,8 @@ def resume(
         as_json=as_json,
         store=store,
         max_requests=max_requests,
+        show=Show(quiet=quiet, verbose=verbose, diff=not no_diff, as_json=as_json),
+        approve_if_ready=approve_if_ready,
     )
     resume_run(run_id, flags)
 
@@ -249,7 +344,11 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
             refuse_discarded(runs.view(run_id))
             run_dir = runs.run_dir(run_id)
             run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
-            run_and_report(run, True, flags.as_json, runs, lock)
+            if flags.approve_if_ready:
+                from pipeline.runs.lifecycle import check_approvals
+
+                check_approvals(run.design)
+            run_and_report(run, True, flags.show, runs, lock, flags.approve_if_ready)
     finally:
         runs.close()
 

@@ -4,7 +4,6 @@ over the PostgreSQL store's queue (docs/scale.md)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -84,7 +83,9 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
     finally:
         opened.close()
     if flags.as_json:
-        typer.echo(json.dumps(batch.to_json(), indent=2))
+        from pipeline.cli.output import emit_json
+
+        emit_json(batch.to_json())
     else:
         present_batch(batch)
     raise typer.Exit(int(batch.exit_code))

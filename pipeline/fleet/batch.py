@@ -44,6 +44,7 @@ from pipeline.graph.runner import execute
 from pipeline.runs.event_fields import BaseEvent
 from pipeline.runs.events import RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
+from pipeline.runs.lifecycle import approve_if_ready
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
 from pipeline.runs.setup import OpenRun, RunPlan, load_run
@@ -178,9 +179,9 @@ class BatchRunner:
             return await self._execute(run, resume, row, saver, lock)
 
         run, result = await carry_on(self.store, run, resume, execute, anew)
-        self._ended(row, run, result)
+        self._ended(row, run, result, lock)
 
-    def _ended(self, row: Row, run: OpenRun, result: RunResult) -> None:
+    def _ended(self, row: Row, run: OpenRun, result: RunResult, lock: RunLock) -> None:
         outcome = result.state.outcome if result.state is not None else None
         if outcome is None:
             row.outcome = "PAUSED" if result.paused else "STOPPED"
@@ -191,7 +192,12 @@ class BatchRunner:
                 row.message = (
                     row.message + "; " if row.message else ""
                 ) + f"overwrote later work, kept {kept}"
-        self._end(row, row.action, result.exit_code, row.message or result.message)
+        code = result.exit_code
+        if self.options.approve_if_ready:  # under the lock the run held
+            approval = approve_if_ready(run.design, self.store, run.run_id, lock, "batch")
+            row.approval = approval.to_json()
+            code = approval.exit_code(code)
+        self._end(row, row.action, code, row.message or result.message)
 
     async def _acquire(self, lock: RunLock, holder: Holder, row: Row) -> None:
         if not self.options.wait:
@@ -253,6 +259,7 @@ class BatchRunner:
             store=self.store,
             saver=saver,
             lock=lock,
+            requested_by="batch",
         )
 
     def _end(self, row: Row, action: str, code: ExitCode, message: str | None) -> None:

@@ -49,6 +49,7 @@ EXIT_RANK = (
     ExitCode.BUDGET,
     ExitCode.GATE_PAUSED,
     ExitCode.FINDINGS,
+    ExitCode.REFUSED,
     ExitCode.OK,
 )
 """The batch's exit code is its directories' most urgent one, in this order (docs/scale.md)."""
@@ -72,6 +73,8 @@ class BatchOptions:
     stale_only: bool = False
     """Skip by the design inputs and the claims ledgers instead of the whole code: a directory
     runs when its design inputs changed or a claim of what it wrote is stale (docs/scale.md)."""
+    approve_if_ready: bool = False
+    """Accept each run's revisions when every condition holds (runs.lifecycle.approve_if_ready)."""
 
 
 @dataclass(slots=True)
@@ -95,6 +98,8 @@ class Row:
     """What remains at the end of the run (each with its file, line and quote)."""
     stale: list[str] = field(default_factory=list)
     """With --stale-only: why the claims of what the last run wrote no longer stand."""
+    approval: dict[str, Any] | None = None
+    """What --approve-if-ready did for the run (the approval made, or the named refusal)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,7 +116,7 @@ class Row:
             "message": self.message,
             "findings": [f.to_json() for f in self.findings],
             "stale_claims": self.stale,
-        }
+        } | ({"approval": self.approval} if self.approval is not None else {})
 
     def end(self, action: str, code: ExitCode, message: str | None) -> None:
         self.action, self.exit_code, self.message = action, int(code), message

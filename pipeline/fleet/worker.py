@@ -216,7 +216,9 @@ class Worker:
 
             async def execute(run: OpenRun, resume: bool) -> RunResult:
                 run.session.runtime.inflight = self.inflight
-                return await execute_run(run, resume=resume, store=self.store, saver=saver, lock=lock)
+                return await execute_run(
+                    run, resume=resume, store=self.store, saver=saver, lock=lock, requested_by="worker"
+                )
 
             def anew(old: OpenRun, exc: NotResumable) -> OpenRun:
                 return self._anew(old, exc, lock, budget, cost)

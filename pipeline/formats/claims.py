@@ -91,7 +91,7 @@ class ClaimsFile(_Spec):
 
 def load_claim_rules(path: Path) -> ClaimRules:
     """The claims table at ``path``, validated (a bad one: InputError at the offending key)."""
-    hint = "reinstall designloop, or restore the file (docs/formats.md §10 says what each key means)"
+    hint = "reinstall designloop, or restore the file (docs/formats.md §11 says what each key means)"
     spec = validated(ClaimsFile, load_toml(path), path, hint, locate=toml_locator(path), name=toml_name)
     return ClaimRules(
         units=frozenset(u.lower() for u in spec.units),

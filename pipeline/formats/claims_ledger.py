@@ -1,4 +1,4 @@
-"""The claims ledger beside each design file (docs/formats.md §10).
+"""The claims ledger beside each design file (docs/formats.md §11).
 
 ``design.md`` has ``design.claims.json`` beside it, ``design-final.md`` has
 ``design-final.claims.json``, and so on. One entry per code claim: the design line and the

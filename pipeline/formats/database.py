@@ -29,14 +29,18 @@ def damaged(path: Path, what: str, detail: str) -> DamagedStore:
     return DamagedStore(
         f"the {what} is damaged: {detail}",
         file=path,
-        hint=f"move it aside (mv {path} {path}.damaged) and run again; "
-        + (
-            "runs recorded in it cannot be resumed, start them anew: finished model calls are "
-            "answered from the cache"
-            if what == "checkpoint store"
-            else "model calls are then asked again"
-        ),
+        hint=f"move it aside (mv {path} {path}.damaged) and run again; " + AFTERMATH.get(what, AFTERMATH[""]),
     )
+
+
+AFTERMATH = {
+    "checkpoint store": "runs recorded in it cannot be resumed, start them anew: finished model calls "
+    "are answered from the cache",
+    "revision store": "the bytes of the revisions it kept are gone (the review log still names each "
+    "revision and its SHA-256)",
+    "": "model calls are then asked again",
+}
+"""What moving a damaged store aside loses."""
 
 
 def check_database(path: Path, what: str) -> None:

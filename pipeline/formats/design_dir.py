@@ -5,12 +5,33 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import InputError
 from pipeline.formats.textio import enclosing_repository
 from pipeline.settings import repo_root as find_repo_root
+from pipeline.validation import toml_locator, toml_name, validated
 
 DIR_PARAMS = "designloop.toml"
+
+
+class DirParams(BaseModel):
+    """A design directory's own designloop.toml: these keys and nothing else."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    code_root: str | None = None
+    """Where the code the design describes lives, relative to the design directory."""
+    mechanics_companion: bool | None = None
+    """Phase 1 writes the design-mechanics.md companion too."""
+
+
+def dir_params(data: dict[str, Any], path: Path) -> DirParams:
+    """The design directory's settings, an unknown key or a wrong type refused by name."""
+    hint = 'e.g. code_root = "../../src" or mechanics_companion = true (docs/formats.md §1)'
+    return validated(DirParams, data, path, hint, locate=toml_locator(path), name=toml_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,15 +134,9 @@ def configured_code_root(root: Path) -> Path | None:
             file=root / DIR_PARAMS,
             hint="fix the TOML syntax of the design directory's designloop.toml",
         ) from None
-    value = data.get("code_root")
+    value = dir_params(data, root / DIR_PARAMS).code_root
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise InputError(
-            "code_root must be a path string",
-            file=root / DIR_PARAMS,
-            hint='e.g. code_root = "../../src"',
-        )
     return (root / value).resolve()
 
 

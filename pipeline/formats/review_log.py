@@ -18,6 +18,7 @@ from filelock import FileLock, Timeout
 
 from pipeline.errors import InputError
 from pipeline.formats.kinds import DESIGN_SYNC, MECHANICS_EDIT, MUTATION_KINDS, PHASE1
+from pipeline.formats.revisions import MARKER_START, Revision, parse_marker
 from pipeline.formats.textio import atomic_write, read_text
 
 ENTRY_RE = re.compile(
@@ -29,6 +30,8 @@ WROTE_RE = re.compile(r"^<!-- designloop-wrote: (?P<files>(?:[^\s=]+=[0-9a-f]{64
 """What the run left in the documents it writes: ``path=sha256`` (relative to the design
 directory), so a later creation tells the run's own bytes from a hand edit, in any clone."""
 SYNC_RESETS = frozenset({DESIGN_SYNC, PHASE1})
+MARKER_SPAN = 16
+"""How far after its heading an entry's markers may go (run, wrote, one per revision)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,8 @@ class LogEntry:
     line: int
     run_id: str | None
     wrote: dict[str, str] = field(default_factory=dict)
+    revisions: tuple[Revision, ...] = ()
+    """The revisions the run recorded (its ``designloop-revision`` markers)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +69,10 @@ class MutationEntry:
     """A one-line entry (a zero-delta design-sync): this line stands for the whole body."""
     wrote: dict[str, str] = field(default_factory=dict)
     """The SHA-256 of each document the run leaves, by its path in the design directory."""
+    revisions: list[Revision] = field(default_factory=list)
+    """The revisions the run recorded: a marker each, and one line naming them."""
+    finalised: str | None = None
+    """Phase 4: the design.md revision the run finalised, in words."""
 
     def render(self, number: int, run_id: str | None) -> str:
         date = (self.date or dt.date.today()).isoformat()
@@ -73,6 +82,8 @@ class MutationEntry:
         if self.wrote:
             files = " ".join(f"{name}={digest}" for name, digest in sorted(self.wrote.items()))
             parts += [f"<!-- designloop-wrote: {files} -->", ""]
+        if self.revisions:
+            parts += [r.marker() for r in self.revisions] + [""]
         if self.one_line is not None:
             parts.append(self.one_line)
             if self.working_mode_counter is not None:
@@ -86,6 +97,10 @@ class MutationEntry:
         parts += ["", "**Findings**:"]
         parts += [f"- {item}" for item in self.findings] or ["- none"]
         parts += ["", f"**Iterations**: {self.iteration} of {self.budget} ({self.outcome})"]
+        if self.revisions:
+            parts += ["", "**Revision**: " + "; ".join(r.line() for r in self.revisions)]
+        if self.finalised:
+            parts += [f"**Finalised**: {self.finalised}"]
         if self.working_mode_counter is not None:
             parts += [
                 "",
@@ -115,28 +130,53 @@ def parse_entries(path: Path) -> list[LogEntry]:
                 line=index + 1,
                 hint='entries start "## Mutation N — YYYY-MM-DD — <kind> (<file>)"; fix the heading by hand',
             )
-        run_id, wrote = None, {}
-        for follow in lines[index + 1 : index + 6]:
-            if follow.startswith("## "):
-                break
-            marker, files = RUN_MARKER_RE.match(follow.strip()), WROTE_RE.match(follow.strip())
-            if marker and run_id is None:
-                run_id = marker.group("run")
-            if files:
-                wrote = dict(pair.split("=", 1) for pair in files.group("files").split())
-                break
-        entries.append(
-            LogEntry(
-                int(match.group("num")),
-                match.group("date"),
-                match.group("kind"),
-                match.group("file"),
-                index + 1,
-                run_id,
-                wrote,
-            )
-        )
+        entries.append(_entry(path, lines, index, match))
     return entries
+
+
+def _entry(path: Path, lines: list[str], index: int, match: re.Match[str]) -> LogEntry:
+    """An entry from its heading and the markers that follow it (before its first bold line)."""
+    run_id, wrote = None, {}
+    marks: list[tuple[int, str]] = []
+    for offset, follow in enumerate(lines[index + 1 : index + 1 + MARKER_SPAN], start=index + 2):
+        text = follow.strip()
+        if follow.startswith("## ") or text.startswith("**"):
+            break
+        marker, files = RUN_MARKER_RE.match(text), WROTE_RE.match(text)
+        if marker and run_id is None:
+            run_id = marker.group("run")
+        if files:
+            wrote = dict(pair.split("=", 1) for pair in files.group("files").split())
+        if text.startswith(MARKER_START):
+            marks.append((offset, text))
+    number, kind = int(match.group("num")), match.group("kind")
+    revisions = tuple(
+        parse_marker(text, run_id, kind, path=path, line=at, entry=number, date=match.group("date"))
+        for at, text in marks
+    )
+    return LogEntry(
+        number, match.group("date"), kind, match.group("file"), index + 1, run_id, wrote, revisions
+    )
+
+
+def log_revisions(entries: list[LogEntry]) -> list[Revision]:
+    """Every revision the review log names, in the order of its entries."""
+    return [rev for entry in entries for rev in entry.revisions]
+
+
+def entry_findings(path: Path, number: int) -> list[str]:
+    """The blocker and should-fix lines of entry ``number``'s **Findings** list."""
+    if not path.is_file():
+        return []
+    out: list[str] = []
+    inside = False
+    for line in read_text(path, what="review log").lines:
+        head = ENTRY_RE.match(line.strip()) if line.startswith("## Mutation") else None
+        if head is not None:
+            inside = int(head.group("num")) == number
+        elif inside and line.startswith(("- blocker:", "- should-fix:")):
+            out.append(line[2:])
+    return out
 
 
 def next_number(entries: list[LogEntry]) -> int:

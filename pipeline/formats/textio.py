@@ -80,6 +80,14 @@ MAX_INPUT = 64 << 20
 """No design document, log or plan is larger: a bigger input is not one (or never ends)."""
 
 
+MISSING = {
+    "research log": "a design directory holds _workflow/research-log.md (docs/formats.md §1): "
+    "write it, or pass the directory that has it",
+    "design": "write it first (designloop create DIR), or pass the right path",
+}
+"""What to do about a missing input, by what it is (a flag's file: check the path)."""
+
+
 def read_text(path: Path, *, what: str = "file") -> TextFile:
     """Read and decode ``path``, or raise an :class:`InputError` that says what to do. Only a
     regular file is read (a FIFO or a device could block or never end), and one of at most
@@ -88,9 +96,7 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
         _regular(path, what)
         data = path.read_bytes()
     except FileNotFoundError:
-        raise InputError(
-            f"{what} not found", file=path, hint="check the path, or omit the flag if the file is optional"
-        ) from None
+        raise InputError(f"{what} not found", file=path, hint=MISSING.get(what, "check the path")) from None
     except IsADirectoryError:
         raise InputError(
             f"{what} is a directory, not a file", file=path, hint="pass the file's path"

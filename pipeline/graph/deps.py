@@ -28,8 +28,9 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.event_log import EventLog
-from pipeline.runs.events import ClaimsLedgered, Spawned, Wrote
+from pipeline.runs.events import ClaimsLedgered, SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
+from pipeline.runs.revisions import RevisionStore
 from pipeline.runs.snapshot import snapshot_reader
 from pipeline.settings import LOCKS_DIR, Limits, RunSettings
 
@@ -52,6 +53,10 @@ class RunDeps:
     fence: Callable[[], None] = field(default=lambda: None)
     """Raises LockLost unless the run still holds its directory's lock (graph.watch); called
     right before a write that cannot be taken back (the stamp, the review-log entry)."""
+    revisions: RevisionStore | None = None
+    """The run store's revisions (None: the local store of the run's runs directory)."""
+    requested_by: str = "cli"
+    """Who asked for the run: cli, batch, worker or studio (recorded with each revision)."""
     _grounding: Grounding | None = None
 
     @property
@@ -127,6 +132,8 @@ class RunDeps:
     ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event; ``first_answer`` is
         told when the spawn's first answer arrives (the fan-out's warm-up)."""
+        spec = self.runtime.model_specs.get(params.role, OFFLINE)
+        self.events.notify(SpawnBegun(round=params.round, role=params.role, slice=params.slice, model=spec))
         result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
         role = result.role
         if not is_role(role):

@@ -65,5 +65,13 @@ def unified(deps: RunDeps, paths: Iterable[Path]) -> str:
         a = before.decode("utf-8", "replace").splitlines(keepends=True) if before else []
         b = after.decode("utf-8", "replace").splitlines(keepends=True) if after else []
         rel = deps.rel(path)
-        out.append("".join(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}")))
+        # A valid patch (git apply, patch): a created or removed file is /dev/null on its
+        # other side, and a last line without a newline says so.
+        old = f"a/{rel}" if before is not None else "/dev/null"
+        new = f"b/{rel}" if after is not None else "/dev/null"
+        lines = difflib.unified_diff(a, b, old, new)
+        out.append("".join(line if line.endswith("\n") else f"{line}\n{NO_NEWLINE}\n" for line in lines))
     return "".join(out)
+
+
+NO_NEWLINE = "\\ No newline at end of file"

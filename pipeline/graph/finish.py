@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipeline.agents.resolve import engine_summary, roles_played
 from pipeline.errors import WiringError
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import RunVerdict, Target
@@ -23,6 +24,7 @@ from pipeline.formats.textio import atomic_write
 from pipeline.graph import story
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.diff import file_diffs, unified
+from pipeline.graph.lifecycle import record_revisions
 from pipeline.graph.state import (
     BLOCKER_REMAINS,
     DECISION_NEEDED,
@@ -143,6 +145,9 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
     finds the first), without the research log's words, right after the lock's fence."""
     assert state.outcome is not None
     blocks = story.entry_blocks(state, state.outcome.remaining)
+    ran = {item.role for item in state.usage}
+    models = f"**Models**: {engine_summary(roles_played(ran, deps.runtime.model_specs))}"
+    blocks = [models, "", *blocks] if ran else blocks
     extra = [*parts.extra, *([""] if parts.extra and blocks else []), *blocks]
     entry = MutationEntry(
         kind=state.kind,
@@ -160,6 +165,7 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
         extra=extra,
         one_line=parts.one_line,
     )
+    record_revisions(deps, state, entry)  # the entry names each revision the run leaves
     entry, withheld = withhold_log_words(deps.design, entry)
     deps.fence()
     result = append_entry(deps.design.mutations, entry, run_id=state.run_id, lock_dir=deps.locks)

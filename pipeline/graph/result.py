@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.agents.usage import Usage
@@ -43,6 +43,8 @@ class RunResult:
     """This process's own ledger, when it knows more than the checkpoint (a stop mid-node)."""
     flag: str | None = None
     """For a stopped run, the option that lets ``resume`` go on (--budget, --max-requests ...)."""
+    models: dict[str, str] = field(default_factory=dict)
+    """The model (or ``offline``) each role that ran played."""
 
     def usage(self) -> Usage:
         total = Usage()
@@ -64,6 +66,7 @@ class RunResult:
             "findings": story.findings_json(state, outcome.remaining) if state and outcome else [],
             "blocking": sum(1 for f in outcome.remaining if f.blocking) if outcome else 0,
             "usage": self.usage().to_json(),
+            "models": self.models,
             "review_log_entry": state.review_entry if state else None,
             "draft": state.draft if state else None,
             "history": [h.model_dump() for h in state.history] if state else [],

@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from pipeline.agents.resolve import roles_played
 from pipeline.agents.usage import BudgetExceeded, Usage
 from pipeline.errors import ExitCode, InputError, WiringError
 from pipeline.formats.kinds import CREATION_KINDS, Kind, is_creation_kind
@@ -116,6 +117,7 @@ async def execute(
     store: RunStore | None = None,
     saver: Saver | None = None,
     lock: RunLock | None = None,
+    requested_by: str = "cli",
 ) -> RunResult:
     """Run (or resume) the graph for a run until it finishes, pauses or stops.
 
@@ -125,7 +127,8 @@ async def execute(
     run's thread keeps only its latest checkpoint (retention). ``lock``, the directory's lock
     the caller holds, is watched for the whole run and checked before the finish's writes
     (graph.watch): a run that loses it stops with LockLost. A resume that cannot go on at all
-    raises NotResumable before it writes anything."""
+    raises NotResumable before it writes anything. ``requested_by`` (cli, batch, worker) is
+    recorded with the revisions the run leaves."""
     if isinstance(run, Path):
         run = load_run(run, budget_tokens, max_cost)
     store = store or LocalStore(run.session.runs_dir)
@@ -133,10 +136,20 @@ async def execute(
     if shared is not None:
         run.session.runtime.cache = shared
     try:
+
+        def equip(deps: RunDeps) -> None:
+            deps.revisions, deps.requested_by = store.revisions(), requested_by
+            if configure is not None:
+                configure(deps)
+
         if saver is not None:
-            return await _execute(run, resume, listener, configure, store, saver, lock)
-        async with _open(run, resume, store) as opened:
-            return await _execute(run, resume, listener, configure, store, opened, lock)
+            result = await _execute(run, resume, listener, equip, store, saver, lock)
+        else:
+            async with _open(run, resume, store) as opened:
+                result = await _execute(run, resume, listener, equip, store, opened, lock)
+        ran = {item.role for item in result.state.usage} if result.state is not None else set()
+        result.models = roles_played(ran, run.session.runtime.model_specs)
+        return result
     except Exception as exc:
         full = space_error(exc, run.session.runs_dir)
         if full is None:
@@ -217,7 +230,7 @@ def _deps(
     if published is not None:
         deps.events.subscribe(published)
     if listener is not None:
-        deps.events.subscribe(listener)
+        deps.events.subscribe(listener, notices=True)
     if configure is not None:
         configure(deps)
     return deps

@@ -43,7 +43,9 @@ def studio_deps(context: StudioContext, thread_id: str) -> RunDeps:
     design = open_design_dir(Path(context.directory))
     session = open_session(design.repo_root, SessionOptions(model=context.model))
     run_dir = session.runs_dir / f"studio-{thread_id}"
-    return build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
+    deps = build_deps(session.runtime, design, session.limits, session.run, run_dir, warmup=True)
+    deps.requested_by = "studio"  # recorded with the revisions the run leaves
+    return deps
 
 
 CREATION = build_graph()

@@ -245,10 +245,15 @@ SELF_KIND_RE = re.compile(
 )
 
 
+SERIES_RE = re.compile(r"(?<![\w-])([A-Z]{2,6})(?:-|[ \t]*\n?[ \t]*#?)(\d+)\b")
+
+
 def titled(text: str) -> set[str]:
-    """Acronyms that name the document's own kind: carried by its title ("KEP-1880: ...") or
-    by the way it speaks of itself ("This JEP proposes ...")."""
-    return set(re.findall(r"\b([A-Z]{2,6})-\d+", text)) | set(SELF_KIND_RE.findall(text))
+    """Acronyms that name a kind of document, the document's own or one it cites: carried by
+    a number anywhere in the text ("KEP-1880: ...", "OTEP 170", "MSC3440", "EIP-1559": a
+    numbered series, the name its readers know it by) or by the way the document speaks of
+    itself ("This JEP proposes ...")."""
+    return {m.group(1) for m in SERIES_RE.finditer(text)} | set(SELF_KIND_RE.findall(text))
 
 
 LOWER_RE = re.compile(r"[a-z]+|[^a-z\s-]+")

@@ -11,6 +11,7 @@ reports a subject (a term, an acronym) once, with the other lines it saw listed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class Place:
     quote: str
     what: str
     """The term, or the measure ("52 words")."""
+    paragraph: int = 0
+    """The first line of the paragraph it is in (word rules: a habit is a padded paragraph)."""
 
 
 @dataclass(slots=True)
@@ -79,12 +82,16 @@ class Size:
 @dataclass(slots=True)
 class Groups:
     """A rule of taste's places per section, reported as one finding per section when they
-    are a habit of the section, not an accident: at least ``group_min`` places, and for word
-    rules at least ``group_density`` per 1,000 words of the section, for long sentences and
-    paragraphs at least ``group_share`` of the section's (params/offline.toml)."""
+    are a habit of the section, not an accident: at least ``group_min`` places, and for
+    long sentences and paragraphs at least ``group_share`` of the section's, for stacked
+    passives at least ``group_density`` per 1,000 words of the section. A word rule (hedges,
+    filler, puffery, AI-tell words, contrastive formulas) slows a reader where it pads a
+    paragraph: its habit is a paragraph carrying at least ``group_paragraph_min`` of its
+    words, and the finding lists the places in such paragraphs (params/offline.toml)."""
 
     places: dict[tuple[str, str | None], list[Place]] = field(default_factory=dict)
     sizes: dict[str | None, Size] = field(default_factory=dict)
+    word_rules: set[str] = field(default_factory=set)
 
     def add(self, rule: str, section: str | None, place: Place) -> None:
         self.places.setdefault((rule, section), []).append(place)
@@ -96,10 +103,26 @@ class Groups:
             size.sentences += len(sentence_spans(block.prose))
             size.paragraphs += 1
 
+    def padded(self, places: list[Place]) -> list[Place]:
+        """The places in paragraphs that carry at least ``group_paragraph_min`` of them, in at
+        least two different words (one word said three times is the writer's register, such
+        as a "might" describing what a client may do, not padding)."""
+        per = Counter(p.paragraph for p in places)
+        words: dict[int, set[str]] = {}
+        for p in places:
+            words.setdefault(p.paragraph, set()).add(p.what)
+        return [
+            p
+            for p in places
+            if per[p.paragraph] >= lexicon().group_paragraph_min and len(words[p.paragraph]) >= 2
+        ]
+
     def habit(self, rule: str, section: str | None, count: int) -> bool:
         lex, size = lexicon(), self.sizes.get(section, Size())
         if count < lex.group_min:
             return False
+        if rule in self.word_rules:
+            return True  # counted over padded paragraphs only (report)
         if rule == "hs-sentence-length":
             return count >= lex.group_share * max(size.sentences, 1)
         if rule == "hs-wall-of-text":
@@ -107,9 +130,10 @@ class Groups:
         return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
     def report(self, rules: dict[str, HouseRule], report: Report) -> None:
-        for (rule_id, section), places in self.places.items():
+        for (rule_id, section), found in self.places.items():
             rule = rules[rule_id]
-            if not self.habit(rule_id, section, len(places)):
+            places = self.padded(found) if rule_id in self.word_rules else found
+            if not places or not self.habit(rule_id, section, len(places)):
                 continue
             first = places[0]
             listed = "; ".join(
@@ -149,6 +173,7 @@ def _tentative(section: str | None) -> bool:
 def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups, view: ProseView) -> None:
     headings = _subject_words(view)
     for rule in (r for r in rules.values() if r.terms):
+        groups.word_rules.add(rule.id)
         for block in blocks:
             if rule.id == "hs-hedge" and _tentative(view.section_at(block.start)):
                 continue
@@ -156,7 +181,8 @@ def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups
                 if term_pattern(hit.term).search(headings):
                     continue
                 said = block.text[hit.start : hit.end]
-                groups.add(rule.id, view.section_at(block.start), Place(hit.line, hit.quote, said.lower()))
+                place = Place(hit.line, hit.quote, said.lower(), block.start)
+                groups.add(rule.id, view.section_at(block.start), place)
 
 
 @dataclass(slots=True)

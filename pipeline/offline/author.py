@@ -27,6 +27,7 @@ from pipeline.offline.text import (
     doc_from_text,
     keywords,
     known_acronyms,
+    lexicon,
 )
 
 TITLE_PREFIX_RE = re.compile(r"^(?:research log|research)\s*[:—-]\s*", re.IGNORECASE)
@@ -57,6 +58,33 @@ def _paragraphs(lines: list[str]) -> list[str]:
             out.append(" ".join(current))
             current = []
     return out
+
+
+def _preface(log: ResearchLog) -> list[str]:
+    """The log's text between its title and its first section."""
+    heads = log.structure.headings
+    title = next((h for h in heads if h.level == 1), None)
+    first = next((h for h in heads if h.level == 2), None)
+    start = title.line if title is not None else 0
+    end = first.line - 1 if first is not None else len(log.structure.lines)
+    return log.structure.lines[start:end]
+
+
+def _overview(log: ResearchLog, has_findings: bool) -> list[str]:
+    """The Overview's opening: the log's Problem, else the first of its other overview-like
+    sections (Context, Background, Motivation ...: params/offline.toml ``overview_names``),
+    else its preface (the text before its first section), in the log's words; with none of
+    these and no Findings, one sentence naming what the design decides, so the Overview is
+    never empty."""
+    names = ["Problem", *(n for n in lexicon().overview_names if n.lower() != "problem")]
+    for source in [*(_section_text(log, n) for n in names), _preface(log)]:
+        paragraphs = [p for p in _paragraphs(source) if not p.startswith("#")]
+        if paragraphs:
+            return [line for para in paragraphs for line in (*_wrap(para), "")]
+    if has_findings or not log.decisions:
+        return []
+    titles = "; ".join(_flat(d.title) for d in log.decisions)
+    return [*_wrap(f"This design records {len(log.decisions)} decisions: {titles}."), ""]
 
 
 def _list_items(lines: list[str]) -> list[str]:
@@ -162,9 +190,8 @@ def compile_design(log_text: str, obs: Observations, wanted: list[str] | None = 
     if fixing.PLAIN_WORD_RE.match(title):  # a plain first word takes a capital; a name never does
         title = title[:1].upper() + title[1:]
     out = [f"# {title}", "", "## Overview", ""]
-    problem = _paragraphs(_section_text(log, "Problem"))
-    out += [line for para in problem for line in (*_wrap(para), "")]
     findings = _list_items(_section_text(log, "Findings"))
+    out += _overview(log, bool(findings))
     if findings:
         out += ["The design rests on these findings:", ""]
         out += [line for f in findings for line in _wrap(f, "- ", "  ")] + [""]

@@ -146,8 +146,9 @@ def term_order(view: ProseView, report: Report) -> None:
 def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
     """Each acronym at its first use: defined there or earlier, later only, or never. One
     defined only later is a should-fix of its own (an order the author can fix); the ones
-    never defined are one suggestion for the document, listing each (most are the audience's
-    own vocabulary, docs/offline.md)."""
+    never defined are one suggestion for the document, listing each one it uses only in
+    passing (``acronym_passing_uses`` in params/offline.toml; the rest are the audience's own
+    vocabulary, docs/offline.md)."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
     previous: set[str] = set()
@@ -191,6 +192,12 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
                 f"spell it out at first use: '<long form> ({use.token})'",
             )
         known_so_far |= here
+    # An acronym the document uses again and again without defining it is its working
+    # vocabulary, which the writer expects every reader to hold (CRD in a KEP, JNI in a JVM
+    # build tool's design); one used once in passing is where a reader from outside the
+    # field stops (and where a typo hides: "Unary PRC", "CLU argument").
+    most = lexicon().acronym_passing_uses
+    never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
     if never:
         first = next(iter(never.values()))[0]
         listed = ", ".join(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pipeline.formats.claims import looks_like_path, looks_like_symbol
+from pipeline.formats.claims import PATH_RE, SOURCE_EXT, looks_like_symbol
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
 from pipeline.formats.findings import Finding, Severity
@@ -27,6 +27,7 @@ from pipeline.offline.text import (
     content_words,
     doc_from_text,
     jaccard,
+    lexicon,
     numbers,
     review_finding,
     sentence_spans,
@@ -46,6 +47,37 @@ def _finding(
 ) -> Finding:
     line, quote = at if at else (None, None)
     return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
+
+
+def names_a_file(span: str) -> bool:
+    """A name whose last dotted part is a file extension (``deploy.sh``, ``README.md``,
+    ``terraform.tfvars``) names a file, not a member of a module or class."""
+    stem, dot, ext = span.rpartition(".")
+    return bool(dot and stem and ext.lower() in lexicon().file_extensions)
+
+
+PATTERN_RE = re.compile(r"[*?<>{}\[\]]|(?<![A-Za-z])([A-Z])\1{2,}(?![a-z])")
+"""A file pattern or a placeholder: a glob character, or a run like NNNN, YYYY, XXX."""
+
+
+def names_a_value(span: str) -> bool:
+    """A pattern (``NNNN-adr-title.md``, ``*.tfvars``) or a host name (``govuk.digital``,
+    ``gov.uk``): text the design quotes, not a name the code defines."""
+    parts = span.lower().split(".")
+    host = (
+        len(parts) >= 2
+        and parts[-1] in lexicon().host_suffixes
+        and all(re.fullmatch(r"[a-z0-9-]+", p) for p in parts)
+    )
+    return host or bool(PATTERN_RE.search(span))
+
+
+def looks_like_path(span: str) -> bool:
+    return (
+        bool(PATH_RE.match(span))
+        and ("/" in span or span.endswith(SOURCE_EXT) or names_a_file(span))
+        and not span.startswith("/")
+    )
 
 
 def _episodes(obs: Observations, episodes_path: str) -> list[tuple[str, Entry]]:
@@ -74,7 +106,9 @@ def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
         for start, end in block.code:
             span = block.text[start:end].strip()
             line = block.line_at(start)
-            if looks_like_path(span) and not looks_like_symbol(span):
+            if names_a_value(span):
+                continue
+            if looks_like_path(span) and (names_a_file(span) or not looks_like_symbol(span)):
                 paths.setdefault(span, (line, view.section_at(line)))
             elif looks_like_symbol(span):
                 symbols.setdefault(span, (line, view.section_at(line)))
@@ -119,7 +153,11 @@ def _code_findings(
     findings: list[Finding] = []
     sym_names = sorted(symbols)
     answers = obs.call_many([("psi", {"query": s, "kind": "definition"}) for s in sym_names])
-    missing = [s for s, a in zip(sym_names, answers, strict=True) if a.startswith("no definition")]
+    undefined = [s for s, a in zip(sym_names, answers, strict=True) if a.startswith("no definition")]
+    # A name the code uses without defining it (a value in a string literal, a key of a
+    # configuration file) is in the code too: only a name it never mentions is missing.
+    used = obs.call_many([("psi", {"query": s, "kind": "references"}) for s in undefined])
+    missing = [s for s, a in zip(undefined, used, strict=True) if a.startswith("no references")]
     as_files = obs.call_many(
         [("psi", {"query": s.removesuffix("()").replace(".", "/") + ".py", "kind": "file"}) for s in missing]
     )

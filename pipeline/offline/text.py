@@ -40,11 +40,15 @@ class Lexicon:
     glossary_names: tuple[str, ...]
     proselint_checks: tuple[str, ...]
     group_min: int
+    group_paragraph_min: int
     group_density: float
     group_share: float
     group_density_by_rule: dict[str, float]
     tentative_sections: frozenset[str]
     whole_document_rules: frozenset[str]
+    file_extensions: frozenset[str]
+    host_suffixes: frozenset[str]
+    acronym_passing_uses: int
 
 
 @cache
@@ -62,11 +66,15 @@ def lexicon() -> Lexicon:
         glossary_names=tuple(data["glossary_names"]),
         proselint_checks=tuple(data["proselint_checks"]),
         group_min=int(data["suggestion_group_min"]),
+        group_paragraph_min=int(data["suggestion_group_paragraph_min"]),
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
         tentative_sections=frozenset(data["tentative_sections"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
+        file_extensions=frozenset(data["file_extensions"]),
+        host_suffixes=frozenset(data["host_suffixes"]),
+        acronym_passing_uses=int(data["acronym_passing_uses"]),
     )
 
 

@@ -16,7 +16,7 @@ from pipeline.runs.batch_record import RowRecord
 from pipeline.runs.report import STYLE, md_table
 from pipeline.runs.views import RunView
 
-HEAD = ["directory", "action", "outcome", "rounds", "spawns", "tokens", "cost (USD)", "report"]
+HEAD = ["directory", "action", "outcome", "why", "rounds", "spawns", "tokens", "cost (USD)", "report"]
 
 
 @dataclass(slots=True)
@@ -31,12 +31,16 @@ class BatchLine:
     cost: Decimal
     link: str | None
     """The run's report, relative to the batch's report."""
+    why: str = "-"
+    """Why the directory did not simply pass (a pause, a stop, bad input, an edit): the first
+    line of its message."""
 
     def cells(self) -> list[str]:
         return [
             self.directory,
             self.action,
             self.outcome,
+            self.why,
             str(self.rounds),
             str(self.spawns),
             str(self.tokens),
@@ -46,6 +50,13 @@ class BatchLine:
 
 def line_for(row: RowRecord, view: RunView | None, link: str | None) -> BatchLine:
     """A directory's row: the record's figures, the outcome as the run's events now tell it."""
+    message = (view.message if view is not None and view.message else None) or row.message
+    passed = (view.outcome if view is not None else row.outcome) in ("PASS", None) and row.action not in (
+        "bad",
+        "busy",
+        "edited",
+    )
+    why = message.splitlines()[0] if message and not passed else "-"
     if view is None:
         outcome = row.outcome or row.action or "-"
         return BatchLine(
@@ -58,6 +69,7 @@ def line_for(row: RowRecord, view: RunView | None, link: str | None) -> BatchLin
             row.tokens,
             row.cost_usd,
             link,
+            why,
         )
     return BatchLine(
         row.directory,
@@ -69,6 +81,7 @@ def line_for(row: RowRecord, view: RunView | None, link: str | None) -> BatchLin
         view.tokens,
         view.cost,
         link,
+        why,
     )
 
 

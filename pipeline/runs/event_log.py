@@ -38,10 +38,15 @@ class EventLog:
         self.path = run_dir / EVENTS
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
+        self._watchers: list[Listener] = []
         run_dir.mkdir(parents=True, exist_ok=True)
 
-    def subscribe(self, listener: Listener) -> None:
+    def subscribe(self, listener: Listener, *, notices: bool = False) -> None:
+        """Tell ``listener`` every event written; with ``notices``, also what is never written
+        (a live view's notices). A listener that stores events (a store's publisher) takes none."""
         self._listeners.append(listener)
+        if notices:
+            self._watchers.append(listener)
 
     def emit(self, event: E) -> E:
         """Write ``event`` (its time is the moment of writing), then tell every listener."""
@@ -56,6 +61,14 @@ class EventLog:
             finally:
                 os.close(fd)
         for listener in self._listeners:
+            listener(event)
+        return event
+
+    def notify(self, event: E) -> E:
+        """Tell the listeners that take notices of ``event``, without writing it (what only a
+        live view needs): no store ever records it."""
+        event = event.model_copy(update={"time": now(), "pid": os.getpid()})
+        for listener in self._watchers:
             listener(event)
         return event
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 from pipeline.formats.kinds import Kind, Role, RunVerdict, Status
 from pipeline.runs.check_events import AnyCheck
@@ -152,6 +152,27 @@ class ClaimsLedgered(BaseEvent):
     notes: list[str] = Field(default_factory=list)
 
 
+class RevisionRef(BaseModel):
+    """One revision a run recorded, as its event names it (formats.revisions.Revision)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    number: int
+    sha256: str
+    path: str = ""
+    """The document's path in the design directory."""
+
+
+class RevisionRecorded(BaseEvent):
+    """The revisions the finish recorded of the documents the run leaves (docs/lifecycle.md),
+    by document (design, mechanics, final, final-mechanics); at phase 4 also the design.md it
+    finalised (``<number or ->:<sha256>``)."""
+
+    type: Literal["revision"] = "revision"
+    files: dict[str, RevisionRef] = Field(default_factory=dict)
+    finalised: str | None = None
+
+
 class Stopped(BaseEvent):
     type: Literal["stopped"] = "stopped"
     message: str = ""
@@ -202,6 +223,17 @@ class Fixed(BaseEvent):
     editor: int = 0
 
 
+class SpawnBegun(BaseEvent):
+    """A spawn has begun: told to the run's listeners (the live view) and never written, since
+    its ``Spawned`` event records it whole once it ends."""
+
+    type: Literal["spawn_begun"] = "spawn_begun"
+    round: int
+    role: Role
+    slice: tuple[int, int] | None = None
+    model: str = ""
+
+
 class RawEvent(BaseEvent):
     """A line of a type this designloop does not know, kept as it is."""
 
@@ -226,6 +258,7 @@ TYPES: dict[str, str] = {
     "outcome": "outcome",
     "wrote": "wrote",
     "claims": "claims",
+    "revision": "revision",
     "stopped": "stopped",
     "paused": "paused",
     "discarded": "discarded",
@@ -255,6 +288,7 @@ Event = Annotated[
     | Annotated[Finished, Tag("outcome")]
     | Annotated[Wrote, Tag("wrote")]
     | Annotated[ClaimsLedgered, Tag("claims")]
+    | Annotated[RevisionRecorded, Tag("revision")]
     | Annotated[Stopped, Tag("stopped")]
     | Annotated[Paused, Tag("paused")]
     | Annotated[Discarded, Tag("discarded")]

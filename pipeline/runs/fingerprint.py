@@ -41,15 +41,16 @@ from pathlib import Path
 from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
+from pipeline.formats.approvals import NAME as APPROVALS
 from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
 
 BIG = 4 * 2**20
 CHUNK = 2**20
-DESIGN_NAMES = DESIGN_DOCS | LEDGER_NAMES
-"""The documents designloop writes in every design directory (and their claims ledgers):
-never anyone's code."""
+DESIGN_NAMES = DESIGN_DOCS | LEDGER_NAMES | {APPROVALS}
+"""The documents designloop writes in every design directory (their claims ledgers and the
+approvals file included: neither makes a batch run again): never anyone's code."""
 
 
 def version() -> str:

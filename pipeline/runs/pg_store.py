@@ -9,7 +9,8 @@ saver's tables (checkpoints, blobs, writes, migrations), the queue's tables
 * ``events``: every event of every run, in order;
 * ``cache``: the model-call cache, keyed like the local one;
 * ``holders``: who holds a design directory's lock (the lock itself is an advisory lock);
-* ``batches``: the record of each batch, for ``report --batch``.
+* ``batches``: the record of each batch, for ``report --batch``;
+* ``revisions``: each revision of a design document with its bytes (``pipeline.runs.pg_revisions``).
 
 A process that works on a run keeps a local copy of its run directory under its runs
 directory (the nodes read and write files there); the store is the copy every machine sees:
@@ -39,6 +40,8 @@ from pipeline.runs.event_fields import BaseEvent
 from pipeline.runs.event_log import EVENTS, Listener, read_events
 from pipeline.runs.events import Finished, Paused, Stopped, parse_event
 from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, setup_lock, setup_unlock
+from pipeline.runs.pg_revisions import TABLE as REVISIONS_TABLE
+from pipeline.runs.pg_revisions import PgRevisions
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
 
@@ -60,6 +63,7 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS holders (key text PRIMARY KEY, holder jsonb NOT NULL)",
     """CREATE TABLE IF NOT EXISTS batches (
          batch_id text PRIMARY KEY, created timestamptz NOT NULL DEFAULT now(), data jsonb NOT NULL)""",
+    REVISIONS_TABLE,
 )
 Saver = BaseCheckpointSaver[Any]
 
@@ -321,3 +325,8 @@ class PgStore:
                 hint="run one with designloop batch or designloop enqueue",
             )
         return parse_batch(row[0], str(self.url))
+
+    # -- revisions ---------------------------------------------------------------------
+
+    def revisions(self) -> PgRevisions:
+        return PgRevisions(self)

@@ -28,7 +28,7 @@ from pipeline.formats.space import (
 )
 from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import check_write_target, read_text
-from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
+from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS, REVISIONS
 
 
 def writable_dir(path: Path, what: str, hint: str) -> None:
@@ -68,6 +68,7 @@ def check_runs_dir(runs_dir: Path) -> None:
             "the model-call cache is not a directory", file=cache, hint="move the file aside and run again"
         )
     check_database(cache / CACHE_DB, "model-call cache")
+    check_database(runs_dir / REVISIONS, "revision store")
 
 
 def check_existing_runs_dir(runs_dir: Path) -> None:

@@ -32,6 +32,7 @@ from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord
+from pipeline.runs.revisions import RevisionStore, SqliteRevisions
 from pipeline.runs.views import RunView, list_runs, read_view
 from pipeline.settings import CHECKPOINTS, make_runs_dir
 
@@ -90,6 +91,9 @@ class RunStore(Protocol):
 
     def load_batch(self, batch_id: str | None) -> BatchRecord:
         """A batch's record; the latest batch when no id is given."""
+
+    def revisions(self) -> RevisionStore:
+        """The revisions of design documents this store keeps, with their bytes."""
 
     def close(self) -> None:
         """Let go of connections and files."""
@@ -233,6 +237,9 @@ class LocalStore:
                 raise InputError(f"{batch_id!r} is not a batch id", hint="see runs/batches/")
             path = folder / f"{batch_id}.json"
         return load_batch_file(path)
+
+    def revisions(self) -> RevisionStore:
+        return SqliteRevisions(self.runs_dir)
 
     def close(self) -> None:
         return None

@@ -20,6 +20,8 @@ from pipeline.runs.events import (
     OutputsRecorded,
     Paused,
     ReviewLogged,
+    RevisionRecorded,
+    RevisionRef,
     RoundStarted,
     RunStarted,
     SliceSkipped,
@@ -62,6 +64,8 @@ class RunView:
     checks: list[dict[str, Any]] = field(default_factory=list)
     tokens: int = 0
     cost: Decimal = Decimal(0)
+    unpriced: list[str] = field(default_factory=list)
+    """Models that made requests without a known price (their cost is not in ``cost``)."""
     cache_hits: int = 0
     message: str | None = None
     outputs: str | None = None
@@ -71,6 +75,9 @@ class RunView:
     when the run last recorded it (at its finish, pause, stop or discard)."""
     findings: list[Finding] = field(default_factory=list)
     """What remained at the finish."""
+    revisions: dict[str, RevisionRef] = field(default_factory=dict)
+    """The revision the run recorded of each document (number, sha256, path); none in runs
+    recorded before revisions were."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,8 +91,10 @@ class RunView:
             "review_log_entry": self.review_log_entry,
             "tokens": self.tokens,
             "cost_usd": str(self.cost),
+            "unpriced": self.unpriced,
             "cache_hits": self.cache_hits,
             "message": self.message,
+            "revisions": {k: v.model_dump() for k, v in self.revisions.items()},
             "spawns": [asdict(s) for s in self.spawns.values()],
             "checks": self.checks,
         }
@@ -125,6 +134,15 @@ def apply(view: RunView, event: Event) -> None:
             if event.partial is not None:  # what the stopped spawn had spent by then
                 view.tokens += event.partial.total_tokens
                 view.cost += event.partial.cost_usd
+        case Discarded():
+            view.state, view.message = "discarded", event.message
+        case _:
+            _recorded(view, event)
+
+
+def _recorded(view: RunView, event: Event) -> None:
+    """What the finish and a batch record of what the run left: its entry, outcome and files."""
+    match event:
         case ReviewLogged():
             view.review_log_entry = event.entry
         case Finished():
@@ -134,8 +152,8 @@ def apply(view: RunView, event: Event) -> None:
             view.outputs = event.digest
         case Wrote():
             view.wrote.update(event.files)
-        case Discarded():
-            view.state, view.message = "discarded", event.message
+        case RevisionRecorded():
+            view.revisions = dict(event.files)
 
 
 def _spawned(view: RunView, event: Spawned) -> None:
@@ -153,6 +171,9 @@ def _spawned(view: RunView, event: Spawned) -> None:
     view.tokens += event.tokens
     view.cost += event.cost_usd
     view.cache_hits += event.cache_hits
+    priced = not event.calls or event.cost_usd or event.model in ("", "offline")
+    if not priced and event.model not in view.unpriced:  # a model with no known price: never $0
+        view.unpriced.append(event.model)
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
