@@ -286,3 +286,34 @@ def test_the_psi_tool_never_reads_a_claims_ledger(repo: Path) -> None:
     assert ledger_path(design).relative_to(repo).as_posix() not in index.files
     assert not [r for r in index.references_to("Bucket") if r.file.endswith(".claims.json")]
     assert [r for r in index.references_to("Bucket") if r.file == "docs/adr/one/design-final.md"]
+
+
+SCRIPTS_DESIGN = """# The scripts
+
+## Overview
+
+- `_adr_help` works out the help text; `adr-help` shows it through a pager.
+- `template.md` is the default template.
+- It picks `templates/template.md` in the records directory when it exists.
+- The file name is the number and a slug of the title, for example `0012-use-postgresql.md`.
+- The installer is `src/install.sh`, and `_adr_halp` names a script nobody wrote.
+"""
+
+
+def test_file_names_examples_and_runtime_paths_are_no_unresolved_claims(tmp_path: Path) -> None:
+    """A script without an extension and a template are files of the code (path claims); a file
+    name given as an example and a path in the user's records directory are not the
+    repository's; a missing file in a directory the code has, and a name nothing has, are."""
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "src" / "_adr_help", '#!/bin/bash\nset -e\necho "usage: adr help COMMAND"\n')
+    write(tmp_path / "src" / "adr-help", '#!/bin/bash\nexec "$(dirname $0)/_adr_help" "$@" | less\n')
+    write(tmp_path / "src" / "template.md", "# NUMBER. TITLE\n\nDate: DATE\n")
+    design = write(tmp_path / "docs" / "adr" / "one" / "design-final.md", SCRIPTS_DESIGN)
+    resolution = Grounding(tmp_path, tmp_path / "src").resolve(design)
+    claims = {(e.mention, e.kind, e.file) for e in resolution.ledger.claims}
+    assert ("_adr_help", "path", "src/_adr_help") in claims
+    assert ("template.md", "path", "src/template.md") in claims
+    assert {(f.rule, f.quote) for f in resolution.findings} == {
+        ("clm-unresolved", "src/install.sh"),
+        ("clm-unresolved", "_adr_halp"),
+    }

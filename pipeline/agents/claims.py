@@ -107,10 +107,12 @@ class Grounding:
             if mention.kind == "symbol" and mention.text.removesuffix("()") in located:
                 continue
             found = self._path(mention) if mention.kind == "path" else self._symbol(mention, mentions, out)
+            if found is None and mention.kind == "symbol" and mention.strong:
+                found = self._path(mention)  # a file's name: a script, a template (`_adr_help`)
             if found is not None:
                 entries.append(found[0])
                 texts.append(found[1])
-            elif mention.strong and self.index.sources and self._nowhere(mention):
+            elif mention.strong and self.index.sources and self._nowhere(mention) and self._ours(mention):
                 out.findings.append(self._unresolved(mention, design_rel, section))
         return entries, texts
 
@@ -159,6 +161,19 @@ class Grounding:
         if not named(head):
             return True
         return bool(self.lookup.definitions(head)) and not named(parts[-1])
+
+    def _ours(self, mention: Mention) -> bool:
+        """Whether an unresolved mention claims something of this repository: not a name the
+        sentence gives as an example (``for example `0012-use-postgresql.md```), nor a path
+        whose first directory the repository does not have (``templates/template.md`` in the
+        user's records directory)."""
+        before = mention.quote[: max(0, mention.quote.find(mention.text))].lower()
+        if any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", before) for word in claim_rules().examples):
+            return False
+        if mention.kind != "path" or "/" not in mention.text.strip("/"):
+            return True
+        top = mention.text.removeprefix("./").split("/", 1)[0]
+        return any((base / top).exists() for base in (self.code_root, self.repo_root))
 
     def _candidates(self, rel: str) -> list[str]:
         rel = rel.strip().removeprefix("./").rstrip("/")

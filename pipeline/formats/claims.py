@@ -52,6 +52,7 @@ YEAR_RE = re.compile(r"^(19|20)\d\d$")
 class ClaimRules:
     units: frozenset[str]
     documents: tuple[str, ...]
+    examples: tuple[str, ...]
     max_file_bytes: int
     rules: dict[str, tuple[str, str]]
     """rule id -> (severity, summary)"""
@@ -84,6 +85,7 @@ class ClaimsFile(_Spec):
 
     units: list[str]
     documents: list[str]
+    examples: list[str] = []
     max_file_bytes: int = Field(gt=0)
     rules: dict[str, ClaimRuleSpec]
     fingerprint: FingerprintSpec = FingerprintSpec()
@@ -96,6 +98,7 @@ def load_claim_rules(path: Path) -> ClaimRules:
     return ClaimRules(
         units=frozenset(u.lower() for u in spec.units),
         documents=tuple(spec.documents),
+        examples=tuple(e.lower() for e in spec.examples),
         max_file_bytes=spec.max_file_bytes,
         rules={k: (v.severity, v.summary) for k, v in spec.rules.items()},
         docstrings={k: frozenset(v) for k, v in spec.fingerprint.docstrings.items()},
