@@ -146,3 +146,22 @@ def test_a_queue_payload_is_read_back_through_its_model() -> None:
     ]:
         error = refused(JobPayload.decode, payload, 7)
         assert words in error.message and error.file == "queue job 7", error.render()
+
+
+def test_the_claims_table_is_checked_at_the_line_of_the_key(tmp_path: Path) -> None:
+    from pipeline.formats.claims import load_claim_rules
+
+    shipped_table = (data_dir("params") / "claims.toml").read_text(encoding="utf-8")
+    assert load_claim_rules(data_dir("params") / "claims.toml").rules["clm-unresolved"][0] == "should-fix"
+    for old, new, words in [
+        ('[rules.drift-moved]\nseverity = "should-fix"', '[rules.drift-moved]\nseverity = "fatal"',
+         "[rules.drift-moved] severity: input should be 'should-fix' or 'suggestion'"),
+        ("max_file_bytes = 4194304", "max_file_bytes = 0", "max_file_bytes: input should be greater than 0"),
+        ("max_file_bytes = 4194304", "max_file_bytes = 4194304\nmax_bytes = 1", "max_bytes: not a known key"),
+    ]:  # fmt: skip
+        assert old in shipped_table
+        bad = shipped_table.replace(old, new, 1)
+        path = write(tmp_path / "claims.toml", bad)
+        error = refused(load_claim_rules, path)
+        assert words in error.message and error.file == str(path), error.render()
+        assert error.line == bad.splitlines().index(new.splitlines()[-1]) + 1

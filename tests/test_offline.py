@@ -395,3 +395,24 @@ def test_a_reviewer_finding_that_restates_a_mechanical_one_is_reported_once() ->
     )
     assert merge([mechanical, review, other]) == [mechanical, other]
     assert merge([review, other]) == [review, other]  # without the mechanical finding it stands
+
+
+def test_each_thread_stems_with_its_own_stemmer() -> None:
+    """Offline spawns run in threads (a batch runs several at once); a Snowball stemmer keeps
+    the word it works on in the instance, so one shared across threads mangles words."""
+    import threading
+
+    from pipeline.offline import text
+
+    seen: dict[str, tuple[object, str]] = {}  # the stemmers kept alive: ids are never reused
+
+    def work(name: str) -> None:
+        seen[name] = (text.stemmer(), text.stemmer().stemWord("allowing"))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["one"][0] is not seen["two"][0] and text.stemmer() not in (seen["one"][0], seen["two"][0])
+    assert seen["one"][1] == seen["two"][1] == "allow" == text.stem("allowing")

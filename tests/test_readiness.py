@@ -141,3 +141,67 @@ def run_sha(d: Any) -> str:
     import hashlib
 
     return hashlib.sha256(d.design.read_bytes()).hexdigest()
+
+
+CLOCK_NOW = "class Clock(Protocol):\n    def now(self) -> float:"
+
+
+def test_stale_claims_are_a_gap_and_ready_shows_the_drift_at_the_design_lines(
+    tmp_path: Path, actor: str
+) -> None:
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    assert dl(["create", str(d.root)], runs)[0] == 0
+    assert dl(["approve", str(d.root)], runs)[0] == 0
+    code, out, _ = dl(["ready", str(d.root)], runs)
+    claims = out["directories"][0]["files"][0]["claims"]
+    assert code == 0 and claims["ledger"] == "docs/adr/0001/_workflow/design.claims.json"
+    assert claims["claims"] == claims["current"] > 0 and claims["stale"] == []
+
+    clock = d.code_root / "ratelimit" / "clock.py"
+    before = clock.read_text()
+    assert CLOCK_NOW in before  # the design's sentences about `Clock` rest on its outline
+    clock.write_text(before.replace(CLOCK_NOW, "class Clock(Protocol):\n    def now(self) -> int:"))
+    sarif = tmp_path / "ready.sarif"
+    code, out, _ = dl(["ready", str(d.root), "--sarif", str(sarif)], runs)
+    doc = out["directories"][0]["files"][0]
+    assert code == 1 and [g["gap"] for g in doc["gaps"]] == ["inputs-changed", "stale-claims"]
+    stale = doc["claims"]["stale"]
+    lines = d.design.read_text().splitlines()
+    assert (
+        stale and {s["mention"] for s in stale} == {"Clock"} and all(s["status"] == "changed" for s in stale)
+    )
+    assert all(s["quote"] in lines[s["line"] - 1] for s in stale)  # each at the line that makes it
+    gap = doc["gaps"][1]
+    assert f"{len(stale)} of {doc['claims']['claims']} claims" in gap["message"]
+    assert [x.split(":")[0] for x in gap["details"]] == [f"line {s['line']}" for s in stale]
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    at = [
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["region"].get("startLine"))
+        for r in results
+        if r["ruleId"] == "designloop-stale-claims"
+    ]
+    assert at == [("designloop-stale-claims", s["line"]) for s in stale]
+    code, shown, _ = text(["status", str(d.root)], runs)
+    assert code == 0 and "stale-claims" in shown and f"line {stale[0]['line']}: Clock:" in shown
+
+    clock.write_text(before)  # the code as the design says it: ready again
+    assert dl(["ready", str(d.root)], runs)[0] == 0
+
+
+def test_a_design_without_a_ledger_is_not_ready_and_a_damaged_one_is_bad_input(
+    tmp_path: Path, actor: str
+) -> None:
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    assert dl(["create", str(d.root), "--approve-if-ready"], runs)[0] == 0
+    ledger = d.workflow / "design.claims.json"
+    kept = ledger.read_text()
+    ledger.unlink()
+    code, out, _ = dl(["ready", str(d.root)], runs)
+    doc = out["directories"][0]["files"][0]
+    assert code == 1 and [g["gap"] for g in doc["gaps"]] == ["no-claims-ledger"] and doc["claims"] is None
+    assert "designloop claims" in doc["gaps"][0]["details"][0]
+    ledger.write_text("{not json")
+    code, _, err = dl(["ready", str(d.root)], runs)
+    assert code == 2 and "design.claims.json" in err and "the claims ledger is damaged" in err
+    ledger.write_text(kept)
+    assert dl(["ready", str(d.root)], runs)[0] == 0

@@ -146,3 +146,33 @@ def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_pat
     assert [d["run_id"] for d in json.loads(again.stdout)["directories"]] == [run_id]
     assert designloop("worker", "--drain").returncode == 0
     assert states(pg_url, run_id)[-2:] == ["resume", "outcome"]  # under the raised budget
+
+
+@pytest.mark.slow
+def test_enqueue_stale_only_queues_only_the_directories_whose_claims_went_stale(
+    pg_url: str, tmp_path: Path
+) -> None:
+    repo = worker_repo(tmp_path, ["a", "b"])
+
+    def designloop(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", *args, "--store", pg_url],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    def queued(*extra: str) -> dict[str, str]:
+        done = designloop("enqueue", "create", "docs/adr/*", "--stale-only", "--json", *extra)
+        assert done.returncode == 0, done.stderr
+        return {Path(r["directory"]).name: r["action"] for r in json.loads(done.stdout)["directories"]}
+
+    assert queued() == {"a": "queued", "b": "queued"}
+    assert designloop("worker", "--drain").returncode == 0
+    ledgers = {d: repo / "docs" / "adr" / d / "_workflow" / "design.claims.json" for d in "ab"}
+    assert all(p.is_file() for p in ledgers.values())  # the workers' runs wrote them
+    # a code change no claim rests on: nothing is queued
+    (repo / "code" / "ratelimit" / "extra.py").write_text(
+        "def unrelated():\n    return 1\n", encoding="utf-8"
+    )
+    assert queued() == {"a": "skipped", "b": "skipped"}
+    ledgers["a"].unlink()  # a's claims can no longer be checked: a runs again, b does not
+    assert queued() == {"a": "queued", "b": "skipped"}

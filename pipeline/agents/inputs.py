@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pipeline.agents.spawn import review_output_path
 from pipeline.errors import InputError
+from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_ops import INSTRUCTION
 from pipeline.formats.findings import Finding
@@ -38,6 +39,9 @@ class RoundInputs:
     """The findings a later round's author (or the editor) must fix."""
     target: str = "design"
     """design, or both when the author also writes the mechanics companion."""
+    claims: Sequence[ClaimRef] | None = None
+    """The draft's claims ledger, for the fidelity check when a model runs it (the offline
+    engine resolves the names itself)."""
 
     def rel(self, path: Path) -> str:
         return self.design.rel(path)
@@ -108,11 +112,14 @@ def _second_check(role: str, inputs: RoundInputs) -> dict[str, object]:
             "research_log_path": inputs.rel(d.research_log),
             "draft_path": inputs.rel(inputs.draft),
         }
-    return {
+    params: dict[str, object] = {
         "draft_path": inputs.rel(inputs.draft),
         "episodes_path": inputs.rel(d.plan_dir),
         "design_path": inputs.rel(d.design),
     }
+    if inputs.claims is not None:
+        params["claims"] = list(inputs.claims)
+    return params
 
 
 def _comprehension(role: str, inputs: RoundInputs) -> dict[str, object]:

@@ -93,7 +93,7 @@ def _by_extension() -> dict[str, LanguageSpec]:
 
 
 @cache
-def _parser(grammar: str, language: str) -> Parser:
+def parser_for(grammar: str, language: str) -> Parser:
     module = importlib.import_module(grammar)
     return Parser(Language(getattr(module, language)()))
 
@@ -108,6 +108,8 @@ class Symbol:
     signature: str
     exact: bool = True
     """False for a text match (a file no grammar reads)."""
+    end: int = 0
+    """The definition's last line (0: not known, a text match)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +292,9 @@ class _Walker:
         path = [*path, *heads]
         if name and rule.define:
             kind = rule.nested_kind if rule.nested_kind and (member or heads) else rule.kind
-            line = node.start_point[0] + 1
+            line, end = node.start_point[0] + 1, node.end_point[0] + 1
             self.index.symbols.append(
-                Symbol(name, ".".join([*path, name]), kind, self.rel, line, self._signature(node))
+                Symbol(name, ".".join([*path, name]), kind, self.rel, line, self._signature(node), end=end)
             )
         inner = [*path, name] if rule.scope and name else path
         within = member or (rule.scope and not rule.namespace)
@@ -314,7 +316,7 @@ def iter_sources(root: Path, private: Callable[[Path], bool] = nothing) -> Itera
     return walk(root, private, hidden_dirs=False)
 
 
-def _language_of(path: Path, head: bytes) -> LanguageSpec | None:
+def language_of(path: Path, head: bytes) -> LanguageSpec | None:
     """The language of ``path``: by its extension, else (a script with none) by its ``#!`` line."""
     spec = _by_extension().get(path.suffix)
     if spec is not None or path.suffix or not head.startswith(b"#!"):
@@ -333,24 +335,29 @@ def build_index(
 ) -> CodeIndex:
     index = CodeIndex(root=root, root_under=under or root)
     for path in iter_sources(under or root, private):
-        rel = path.relative_to(root).as_posix()
-        index.files.append(rel)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        spec = _language_of(path, data[:200])
-        if spec is None:
-            text = readable_text(data)
-            if text is not None and text.strip():
-                index.texts[rel] = text.split("\n")
-                index.sources[TEXT] += 1
-            continue
-        tree = _parser(spec.grammar, spec.language).parse(data)
-        lines = data.decode("utf-8", "replace").split("\n")
-        index.sources[spec.name] += 1
-        _Walker(spec, rel, lines, index).walk(tree.root_node, [], False)
+        index_file(index, path)
     return index
+
+
+def index_file(index: CodeIndex, path: Path, data: bytes | None = None) -> None:
+    """Add one file to ``index`` (``data``: its bytes, when the caller read them already)."""
+    rel = path.relative_to(index.root).as_posix()
+    index.files.append(rel)
+    try:
+        data = path.read_bytes() if data is None else data
+    except OSError:
+        return
+    spec = language_of(path, data[:200])
+    if spec is None:
+        text = readable_text(data)
+        if text is not None and text.strip():
+            index.texts[rel] = text.split("\n")
+            index.sources[TEXT] += 1
+        return
+    tree = parser_for(spec.grammar, spec.language).parse(data)
+    lines = data.decode("utf-8", "replace").split("\n")
+    index.sources[spec.name] += 1
+    _Walker(spec, rel, lines, index).walk(tree.root_node, [], False)
 
 
 def answer(index: CodeIndex, query: str, kind: str, limit: int) -> str:

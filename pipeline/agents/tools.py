@@ -28,6 +28,7 @@ from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
+from pipeline.formats.claims_ledger import LEDGER_NAMES
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
@@ -138,7 +139,10 @@ class ToolContext:
             if not root.is_relative_to(self.repo_root):
                 root = self.repo_root
             # A cold role's index leaves out what it may not read: no lookup quotes the log either.
-            self._index = build_index(self.repo_root, root, lambda p: self.is_forbidden(p.resolve()))
+            # The claims ledgers are designloop's record of the design, not code.
+            self._index = build_index(
+                self.repo_root, root, lambda p: p.name in LEDGER_NAMES or self.is_forbidden(p.resolve())
+            )
         return self._index
 
 

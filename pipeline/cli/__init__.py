@@ -1,7 +1,7 @@
 """The designloop command line.
 
-``main`` sends the deterministic commands (check, slices, gate) to the argparse front in
-``cli_checks`` before typer loads; every other command is a typer command.
+``main`` sends the deterministic commands (check, slices, gate, drift, claims) to the argparse
+front in ``cli.fast`` before typer loads; every other command is a typer command.
 """
 
 from __future__ import annotations

@@ -76,6 +76,8 @@ _SUMMARIES = {
     "check": "Run the mechanical checks (exit 0 no blocker, 1 any blocker, 2 could not check).",
     "slices": "Print the deterministic auditor slice partition as JSON.",
     "gate": "Print the research log's adversarial gate state (exit 0 resolved, 3 open or not run).",
+    "drift": "Check the claims ledgers against the code now (exit 0 current, 1 stale, 2 bad input).",
+    "claims": "Write each design file's claims ledger afresh from the design and the code (no model).",
 }
 
 

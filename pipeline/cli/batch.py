@@ -27,6 +27,7 @@ from pipeline.cli.options import (
     RoleModelOpt,
     RunsOpt,
     Show,
+    StaleOnlyOpt,
     StoreOpt,
     VerboseOpt,
     WaitOpt,
@@ -103,6 +104,8 @@ def present_batch(batch: Batch, quiet: bool = False) -> None:
         for row in batch.rows:  # whole messages, on stderr: a CI log shows each error in full
             if why(row) != "-":
                 write(f"{row.directory}: {row.message}", stderr=True)
+            for reason in row.stale:  # --stale-only: why the directory ran again
+                write(f"{row.directory}: stale claim: {reason}")
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     say(
@@ -147,6 +150,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         outputs=(target,) if target is not None else (),
         force=flags.force,
         approve_if_ready=flags.approve_if_ready,
+        stale_only=flags.stale_only,
     )
     show = flags.show
     live = not flags.as_json and not show.quiet and not show.verbose and is_terminal()
@@ -254,6 +258,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         quiet: QuietOpt = False,
         verbose: VerboseOpt = False,
         approve_if_ready: ApproveOpt = False,
+        stale_only: StaleOnlyOpt = False,
     ) -> None:
         flags = BatchFlags(
             model=model,
@@ -275,6 +280,7 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             force=force,
             show=Show(quiet=quiet, verbose=verbose, as_json=as_json),
             approve_if_ready=approve_if_ready,
+            stale_only=stale_only,
         )
         run_batch(kind, directories, flags)
 
@@ -289,7 +295,9 @@ EXITS = """
     PASS (or SHOULD-FIX REMAINS, a warning), skipped as unchanged, or left alone as edited since
     its last run. A directory whose last run finished on unchanged inputs is skipped with that
     outcome reported again (--approve-if-ready approves runs of this batch only); --force runs
-    every directory.
+    every directory. With
+    --stale-only the whole code counts for nothing: a directory runs when one of its design
+    inputs changed or a claim of its claims ledger is stale (designloop drift).
     """
 _register(
     "create",

@@ -1,4 +1,4 @@
-"""The deterministic commands — check, slices, gate — on the standard library's argparse.
+"""The deterministic commands (check, slices, gate, drift, claims) on the standard library's argparse.
 
 These run in CI on every merge and must start fast, so this module imports neither typer
 (whose parameter coercion builds pydantic adapters, about 0.1 s per invocation) nor any
@@ -13,18 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.cli.argv import ArgParser as _Parser
+from pipeline.cli.argv import emit
 from pipeline.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from pipeline.checks.engine import CheckRequest
 
-FAST_COMMANDS = ("check", "slices", "gate")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        command = self.prog.removeprefix("designloop").strip()  # the program named once
-        raise InputError(f"{command}: {message}", hint=f"see '{self.prog} --help'")
+FAST_COMMANDS = ("check", "slices", "gate", "drift", "claims")
 
 
 def resolve(path: Path | None) -> Path | None:
@@ -39,10 +35,6 @@ def resolve(path: Path | None) -> Path | None:
 
 def workflow_dir(directory: Path) -> Path:
     return directory / "_workflow" if (directory / "_workflow").is_dir() else directory
-
-
-def emit(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def check_parser() -> argparse.ArgumentParser:
@@ -243,4 +235,8 @@ RUNNERS = {"check": run_check, "slices": run_slices, "gate": run_gate}
 
 
 def run_fast(command: str, argv: list[str]) -> int:
+    if command in ("drift", "claims"):
+        from pipeline.cli.drift import run_claims, run_drift
+
+        return (run_drift if command == "drift" else run_claims)(argv)
     return RUNNERS[command](argv)

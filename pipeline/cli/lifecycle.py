@@ -19,6 +19,7 @@ from pipeline.errors import ExitCode, InputError, TransitionRefused
 
 if TYPE_CHECKING:
     from pipeline.formats.design_dir import DesignDir
+    from pipeline.formats.findings import Finding
     from pipeline.runs.lifecycle import Done
     from pipeline.runs.readiness import Context, DirStatus
     from pipeline.runs.store import RunStore
@@ -169,6 +170,9 @@ def _sarif(statuses: list[DirStatus]) -> str:
     for status in statuses:
         for file, gap in status.all_gaps():
             path = f"{status.directory}/{FILES[file or status.stage]}"
+            if gap.name == "stale-claims":  # one result per stale claim, at its design line
+                findings += _stale_claims(status, file)
+                continue
             findings.append(
                 Finding(
                     severity="blocker",
@@ -179,6 +183,25 @@ def _sarif(statuses: list[DirStatus]) -> str:
                 )
             )
     return to_sarif(findings, {})
+
+
+def _stale_claims(status: DirStatus, file: str | None) -> list[Finding]:
+    from pipeline.formats.findings import Finding
+
+    doc = next(d for d in status.docs if d.file == file)
+    fix = "correct the sentence, or run the directory again; see designloop drift DIR (docs/formats.md §11)"
+    return [
+        Finding(
+            severity="blocker",
+            rule="designloop-stale-claims",
+            message=f"{status.directory}: stale claim: {s.entry.mention}: {s.what}",
+            suggested_fix=fix,
+            file=s.design,
+            line=s.line,
+            quote=s.entry.quote,
+        )
+        for s in (doc.claims.stale if doc.claims is not None else [])
+    ]
 
 
 @app.command()

@@ -75,6 +75,14 @@ ForceOpt = Annotated[
         "document); the overwritten files are kept under runs/<run-id>/",
     ),
 ]
+StaleOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--stale-only",
+        help="skip by the design inputs and the claims ledgers instead of the whole code: run only "
+        "where a design input changed or a claim went stale",
+    ),
+]
 ApproveOpt = Annotated[
     bool,
     typer.Option(
@@ -244,6 +252,8 @@ class BatchFlags(SessionFlags):
     as_json: bool = False
     sarif: Path | None = None
     force: bool = False
+    stale_only: bool = False
+    """Skip by the design inputs and the claims ledgers instead of the whole code (fleet.rows)."""
     show: Show = Show()
     approve_if_ready: bool = False
 

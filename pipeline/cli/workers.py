@@ -23,6 +23,7 @@ from pipeline.cli.options import (
     NoWarmupOpt,
     RoleModelOpt,
     RunsOpt,
+    StaleOnlyOpt,
     StoreOpt,
     parse_fail_on,
     runs_dir_of,
@@ -71,7 +72,12 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
     opened = _pg_store(flags.store, flags.runs_dir)
     try:
         options = BatchOptions(
-            kind=kind, session=session, jobs=1, warmup=not flags.no_warmup, fail_on=failing
+            kind=kind,
+            session=session,
+            jobs=1,
+            warmup=not flags.no_warmup,
+            fail_on=failing,
+            stale_only=flags.stale_only,
         )
         batch = asyncio.run(enqueue(options, opened, dirs))
     finally:
@@ -98,6 +104,7 @@ def _register(name: str, kind: CreationKind) -> None:
         no_warmup: NoWarmupOpt = False,
         fail_on: FailOnOpt = None,
         as_json: JsonOpt = False,
+        stale_only: StaleOnlyOpt = False,
     ) -> None:
         flags = BatchFlags(
             model=model,
@@ -110,13 +117,15 @@ def _register(name: str, kind: CreationKind) -> None:
             no_warmup=no_warmup,
             fail_on=fail_on,
             as_json=as_json,
+            stale_only=stale_only,
         )
         enqueue_runs(kind, directories, flags)
 
     command.__doc__ = (
         f"Queue a {kind} run per design directory (paths or globs) for the workers. A directory unchanged "
-        "since its last finished run is skipped, one edited since is left alone; an unfinished run is "
-        "queued again to go on. Exit 2 when a "
+        "since its last finished run is skipped (with --stale-only: its design inputs unchanged and "
+        "every claim of its claims ledgers current), one edited since is left alone; an unfinished "
+        "run is queued again to go on. Exit 2 when a "
         "directory is bad input (the others are queued), else 0."
     )
     enqueue_app.command(name=name)(command)

@@ -7,6 +7,11 @@ BLOCKER REMAINS, DECISION NEEDED) on the very inputs it has now and left the out
 (``unfinished``; a discarded run is withdrawn and counts for nothing); shown as ``edited`` and
 left alone when a new run would overwrite later work (runs.overwrite); otherwise a new run
 starts. ``--force`` starts a new run whatever the skip and the later work say.
+
+With ``--stale-only`` the skip goes by the design inputs (everything but the code) and the
+claims ledgers of what the last run wrote: a directory is skipped when those inputs and
+outputs are unchanged and every claim is still current (agents.drift), so a code change no
+claim rests on runs nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pipeline.agents.drift import stale_claims
 from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
@@ -25,7 +31,7 @@ from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import CreationKind
 from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
-from pipeline.runs.fingerprint import Fingerprints, outputs_digest
+from pipeline.runs.fingerprint import Fingerprints, output_files, outputs_digest
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
 from pipeline.runs.setup import RunPlan, plan_run
@@ -64,6 +70,9 @@ class BatchOptions:
     out of the input fingerprint."""
     force: bool = False
     """Run every directory: no skip on unchanged inputs, and over later work (kept under runs/)."""
+    stale_only: bool = False
+    """Skip by the design inputs and the claims ledgers instead of the whole code: a directory
+    runs when its design inputs changed or a claim of what it wrote is stale (docs/scale.md)."""
     approve_if_ready: bool = False
     """Accept each run's revisions when every condition holds (runs.lifecycle.approve_if_ready)."""
 
@@ -87,6 +96,8 @@ class Row:
     started: str | None = None
     findings: list[Finding] = field(default_factory=list)
     """What remains at the end of the run (each with its file, line and quote)."""
+    stale: list[str] = field(default_factory=list)
+    """With --stale-only: why the claims of what the last run wrote no longer stand."""
     approval: dict[str, Any] | None = None
     """What --approve-if-ready did for the run (the approval made, or the named refusal)."""
 
@@ -104,12 +115,13 @@ class Row:
             "cache_hits": self.cache_hits,
             "message": self.message,
             "findings": [f.to_json() for f in self.findings],
+            "stale_claims": self.stale,
         } | ({"approval": self.approval} if self.approval is not None else {})
 
     def end(self, action: str, code: ExitCode, message: str | None) -> None:
         self.action, self.exit_code, self.message = action, int(code), message
 
-    def skip(self, before: Previous, fail_on: FailOn) -> None:
+    def skip(self, before: Previous, fail_on: FailOn, stale_only: bool = False) -> None:
         """Nothing to run: the directory's last run finished on these very inputs. Its outcome,
         exit code and findings are reported again; no run starts and no entry is appended."""
         record, view = before
@@ -117,7 +129,8 @@ class Row:
         self.run_id, self.outcome = record.run_id, verdict
         self.findings = list(view.findings)
         code = exit_code_for(verdict, fail_on) if verdict in FINISHED else ExitCode.OK
-        again = f"inputs unchanged since run {record.run_id} ({verdict}); --force runs it again"
+        what = "design inputs unchanged and every claim current" if stale_only else "inputs unchanged"
+        again = f"{what} since run {record.run_id} ({verdict}); --force runs it again"
         self.end("skipped", code, again)
 
     def edited(self, later: Overwrite) -> None:
@@ -211,6 +224,7 @@ def plan_row(
         plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
         row.directory = portable(plan.design.root, plan.design.repo_root)
         inputs = fingerprint(plan, fingerprints)
+        plan.design_inputs = fingerprint(plan, fingerprints, code=False)
         before = previous.get(row.directory)
         if decide(row, plan, inputs, before, options, store) is not None:
             return None
@@ -228,9 +242,14 @@ def decide(
     work, whose files the new run keeps)."""
     if before is not None and unfinished(before):
         return None
-    if not options.force and before is not None and unchanged(before, inputs, plan.design, options.kind):
-        row.skip(before, options.fail_on)
-        return "skipped"
+    if not options.force and before is not None:
+        if options.stale_only:
+            if current(row, before, plan, options.kind):
+                row.skip(before, options.fail_on, stale_only=True)
+                return "skipped"
+        elif unchanged(before, inputs, plan.design, options.kind):
+            row.skip(before, options.fail_on)
+            return "skipped"
     later = later_work(plan.design, options.kind, store)
     if later and not options.force:
         row.edited(later)
@@ -274,6 +293,20 @@ def unchanged(
     )
 
 
+def current(row: Row, previous: Previous, plan: RunPlan, kind: CreationKind) -> bool:
+    """``--stale-only``: whether the last run finished on these design inputs, left these
+    outputs, and every claim of what it wrote still stands (its reasons go on the row)."""
+    record, view = previous
+    if view.outcome not in FINISHED or record.design_inputs is None:
+        return False
+    if record.design_inputs != plan.design_inputs:
+        return False
+    if view.outputs is None or view.outputs != outputs_digest(plan.design, kind):
+        return False
+    row.stale = stale_claims(plan.design.repo_root, output_files(plan.design, kind))
+    return not row.stale
+
+
 def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
     """Whether the directory's latest run did not finish (so a batch resumes it)."""
     return (
@@ -281,7 +314,8 @@ def unfinished(previous: tuple[RunRecord, RunView] | None) -> bool:
     )
 
 
-def fingerprint(plan: RunPlan, fingerprints: Fingerprints) -> str:
-    """The inputs fingerprint of a planned run (runs.fingerprint), its models' servers included."""
+def fingerprint(plan: RunPlan, fingerprints: Fingerprints, code: bool = True) -> str:
+    """The inputs fingerprint of a planned run (runs.fingerprint), its models' servers included
+    (without ``code``: all but the code)."""
     runtime = plan.session.runtime
-    return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime))
+    return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime), code)

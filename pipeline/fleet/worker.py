@@ -237,7 +237,9 @@ class Worker:
         plan = plan_run(
             record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
         )
-        new = start_new(plan, fingerprint(plan, Fingerprints(self.store.runs_dir)), self.store, lock)
+        fingerprints = Fingerprints(self.store.runs_dir)
+        plan.design_inputs = fingerprint(plan, fingerprints, code=False)
+        new = start_new(plan, fingerprint(plan, fingerprints), self.store, lock)
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
         emit(self.store, run.run_dir, Stopped(message=message))
         return new

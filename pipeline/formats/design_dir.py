@@ -108,18 +108,8 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             hint="keep the design directory inside the repository; replace the link by the directory",
         )
     repo = find_repo_root(root)
-    if code_root is None and (root / DIR_PARAMS).is_file():
-        try:
-            data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(
-                f"invalid TOML: {exc}",
-                file=root / DIR_PARAMS,
-                hint="fix the TOML syntax of the design directory's designloop.toml",
-            ) from None
-        value = dir_params(data, root / DIR_PARAMS).code_root
-        if value is not None:
-            code_root = (root / value).resolve()
+    if code_root is None:
+        code_root = configured_code_root(root)
     code = (code_root or repo).resolve()
     if not code.is_dir():
         raise InputError("code root is not a directory", file=code, hint="fix code_root in designloop.toml")
@@ -130,6 +120,24 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             hint="agent tools are confined to the repository root",
         )
     return DesignDir(root=root, repo_root=repo, code_root=code)
+
+
+def configured_code_root(root: Path) -> Path | None:
+    """The code root a design directory's designloop.toml names (``code_root``), if any."""
+    if not (root / DIR_PARAMS).is_file():
+        return None
+    try:
+        data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"invalid TOML: {exc}",
+            file=root / DIR_PARAMS,
+            hint="fix the TOML syntax of the design directory's designloop.toml",
+        ) from None
+    value = dir_params(data, root / DIR_PARAMS).code_root
+    if value is None:
+        return None
+    return (root / value).resolve()
 
 
 def expand_directories(patterns: list[str], base: Path) -> list[Path]:

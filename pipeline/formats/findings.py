@@ -160,6 +160,8 @@ RESTATES: dict[str, tuple[tuple[str, str], ...]] = {
     "cr-no-overview": (("dsc-section-shape", "Overview"),),
     "cr-dangling-ref": (("dsc-mechanics-link", ""), ("dsc-full-design-link", ""), ("dsc-reverse-ref", "")),
     "cr-tldr-mismatch": (("dsc-section-shape", "TL;DR"),),
+    "fid-missing-symbol": (("clm-unresolved", ""),),
+    "fid-missing-path": (("clm-unresolved", ""),),
 }
 """A reviewer's finding that says what a mechanical check already says of the same place."""
 
@@ -185,7 +187,7 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     place, same shape of rule: ``RESTATES``) is reported once, as the mechanical finding.
     """
     every = list(findings)
-    mechanical = [f for f in every if f.rule.startswith("dsc-")]
+    mechanical = [f for f in every if f.rule.startswith(("dsc-", "clm-"))]
     groups: dict[tuple[object, ...], list[Finding]] = {}
     for f in every:
         if mechanical and _restated(f, mechanical):

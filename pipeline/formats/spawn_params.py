@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind, Role, Target
 
@@ -43,6 +44,8 @@ class SpawnParams(BaseModel):
     instruction: str | None = None
     """The user's request to the inline editor (for ``changed_section``, or the whole file)."""
     flagged_passages: list[Finding] | None = None
+    claims: list[ClaimRef] | None = None
+    """The draft's code claims with the spans they rest on (the fidelity check, with a model)."""
 
     def present(self) -> set[str]:
         return {k for k, v in self.model_dump().items() if v is not None}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from langgraph.runtime import Runtime as GraphRuntime
 
+from pipeline.agents.claims import Grounding
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
@@ -27,7 +28,7 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.runs.event_log import EventLog
-from pipeline.runs.events import SpawnBegun, Spawned, Wrote
+from pipeline.runs.events import ClaimsLedgered, SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.runs.revisions import RevisionStore
 from pipeline.runs.snapshot import snapshot_reader
@@ -56,6 +57,29 @@ class RunDeps:
     """The run store's revisions (None: the local store of the run's runs directory)."""
     requested_by: str = "cli"
     """Who asked for the run: cli, batch, worker or studio (recorded with each revision)."""
+    _grounding: Grounding | None = None
+
+    @property
+    def grounding(self) -> Grounding:
+        """The design's claims resolved against its code root (agents.claims); the code index is
+        built once per run (the run writes no code, and no claim resolves to a design document)."""
+        if self._grounding is None:
+            self._grounding = Grounding(self.design.repo_root, self.design.code_root)
+        return self._grounding
+
+    def refresh_claims(self, kind: Kind) -> None:
+        """Write the claims ledger of every document a run of ``kind`` writes, from the bytes on
+        disk and the code (no model), and record how many claims each holds: when the run
+        finishes (graph.finish), pauses at the gate or stops on a budget (graph.runner), so
+        the documents it leaves always have their ledgers."""
+        counts: dict[str, int] = {}
+        notes: list[str] = []
+        for path in written_files(self.design, kind):
+            if path.is_file():
+                resolution, _ = self.grounding.refresh(path)
+                counts[self.rel(path)] = len(resolution.ledger.claims)
+                notes += resolution.notes
+        self.events.emit(ClaimsLedgered(files=counts, notes=sorted(set(notes))))
 
     def warms_up(self, role: Role) -> bool:
         """Whether a fan-out of ``role`` waits for its first spawn's first answer."""

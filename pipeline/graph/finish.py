@@ -196,6 +196,7 @@ def record_outcome(deps: RunDeps, state: RunStateBase, line: str) -> None:
     and writes it no second time."""
     assert state.outcome is not None
     if not deps.events.recorded(Finished):
+        deps.refresh_claims(state.kind)
         deps.record_wrote(state.kind)
         deps.events.emit(
             Finished(

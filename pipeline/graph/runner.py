@@ -299,6 +299,7 @@ async def _stopped(
 ) -> RunResult:
     """A run a budget stopped: resumable with a larger one (the result names the flag)."""
     spent = deps.runtime.ledger.total()
+    deps.refresh_claims(run.record.kind)  # the draft it stopped on, with its claims ledger
     deps.record_wrote(run.record.kind)
     # What the stopped spawn had spent: no spawn event records it, so this one does.
     partial = Spent.model_validate((exc.spent or Usage()).to_json())
@@ -323,6 +324,7 @@ async def _ended(
     if snapshot.interrupts:
         paused = snapshot.interrupts[0].value
         gate = paused.get("gate", {}) if isinstance(paused, dict) else {}
+        deps.refresh_claims(run.record.kind)
         deps.record_wrote(run.record.kind)
         deps.events.emit(Paused(gate=gate.get("state"), message=gate.get("message")))
         message = gate.get("message") if gate else str(paused)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pipeline.formats.claims import PATH_RE, SOURCE_EXT, looks_like_symbol
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
 from pipeline.formats.findings import Finding, Severity
@@ -35,10 +36,6 @@ from pipeline.offline.text import (
 
 AS_BUILT = "As built"
 
-IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
-PATH_RE = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*/?$")
-SOURCE_EXT = (".py", ".md", ".toml", ".json", ".yaml", ".yml", ".txt", ".cfg", ".ini", ".sql", ".lua", ".sh")
-
 
 def _finding(
     rule: str,
@@ -50,18 +47,6 @@ def _finding(
 ) -> Finding:
     line, quote = at if at else (None, None)
     return review_finding(rule, message, fix, severity=severity, section=section, line=line, quote=quote)
-
-
-def looks_like_symbol(span: str) -> bool:
-    if not IDENT_RE.match(span):
-        return False
-    bare = span.removesuffix("()")
-    return (
-        "." in bare
-        or "_" in bare.strip("_")
-        or span.endswith("()")
-        or (any(c.isupper() for c in bare[1:]) and any(c.islower() for c in bare))
-    )
 
 
 def names_a_file(span: str) -> bool:

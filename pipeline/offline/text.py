@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -184,18 +185,25 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 
 
-@cache
-def _stemmer() -> Any:
-    import snowballstemmer
+_LOCAL = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def stemmer() -> Any:
+    """This thread's English Snowball stemmer: one keeps the word it works on in the instance,
+    and offline spawns run in threads (several at once in a batch), so none is shared."""
+    found = getattr(_LOCAL, "stemmer", None)
+    if found is None:
+        import snowballstemmer
+
+        found = _LOCAL.stemmer = snowballstemmer.stemmer("english")
+    return found
 
 
 @cache
 def stem(word: str) -> str:
     """The word's Porter2 stem ("allowed", "allows", "allowing" -> "allow")."""
     word = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
-    return str(_stemmer().stemWord(word))
+    return str(stemmer().stemWord(word))
 
 
 HYPHEN_RE = re.compile(r"[-\u2010\u2011\u2012\u2013]")

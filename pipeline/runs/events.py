@@ -142,6 +142,16 @@ class Wrote(BaseEvent):
     files: dict[str, str | None] = Field(default_factory=dict)
 
 
+class ClaimsLedgered(BaseEvent):
+    """The claims ledger of every document the run writes, refreshed by the finish from the
+    bytes on disk and the code (formats.claims_ledger): how many claims each holds, and what
+    the resolution skipped (a code file not UTF-8 or too big)."""
+
+    type: Literal["claims"] = "claims"
+    files: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
 class RevisionRef(BaseModel):
     """One revision a run recorded, as its event names it (formats.revisions.Revision)."""
 
@@ -247,6 +257,7 @@ TYPES: dict[str, str] = {
     "review_log": "review_log",
     "outcome": "outcome",
     "wrote": "wrote",
+    "claims": "claims",
     "revision": "revision",
     "stopped": "stopped",
     "paused": "paused",
@@ -276,6 +287,7 @@ Event = Annotated[
     | Annotated[ReviewLogged, Tag("review_log")]
     | Annotated[Finished, Tag("outcome")]
     | Annotated[Wrote, Tag("wrote")]
+    | Annotated[ClaimsLedgered, Tag("claims")]
     | Annotated[RevisionRecorded, Tag("revision")]
     | Annotated[Stopped, Tag("stopped")]
     | Annotated[Paused, Tag("paused")]

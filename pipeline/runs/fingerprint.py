@@ -17,8 +17,8 @@ run ended PASS: no run starts and no request is sent. The inputs are
   Both walks (agents.readable) skip version control, virtual environments, caches and build
   output. Left out: the runs directory, every other runs directory under the repository
   (agents.readable.store_dirs), designloop's recorded outputs (agents.readable.byproducts; no
-  role reads them), and every design directory's ``_workflow/`` and phase-4 outputs: the
-  documents designloop writes (counting one directory's documents as another's code would make
+  role reads them), and every design directory's ``_workflow/``, phase-4 outputs and claims
+  ledgers: the documents designloop writes (counting one directory's documents as another's code would make
   the two re-run each other for ever; each directory's own inputs are listed above). Sockets,
   FIFOs and devices are never opened; a file that cannot be read counts by its error. A file
   over 4 MiB counts by its path and size. One batch digests each root once.
@@ -42,14 +42,15 @@ from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.approvals import NAME as APPROVALS
+from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
 
 BIG = 4 * 2**20
 CHUNK = 2**20
-DESIGN_NAMES = frozenset({"_workflow", "design-final.md", "design-mechanics-final.md", APPROVALS})
-"""The documents designloop writes in every design directory (the approvals file included: an
-approval never makes a batch run again): never anyone's code."""
+DESIGN_NAMES = DESIGN_DOCS | LEDGER_NAMES | {APPROVALS}
+"""The documents designloop writes in every design directory (their claims ledgers and the
+approvals file included: neither makes a batch run again): never anyone's code."""
 
 
 def version() -> str:
@@ -147,8 +148,17 @@ class Fingerprints:
             )
         return self._workflow[repo_root]
 
-    def inputs(self, design: DesignDir, kind: Kind, models: dict[str, str], servers: dict[str, str]) -> str:
-        """``models``: each role's model; ``servers``: each model's server (agents.session.servers)."""
+    def inputs(
+        self,
+        design: DesignDir,
+        kind: Kind,
+        models: dict[str, str],
+        servers: dict[str, str],
+        code: bool = True,
+    ) -> str:
+        """``models``: each role's model; ``servers``: each model's server (agents.session.servers).
+        Without ``code``: everything but the code (``batch --stale-only`` lets the claims
+        ledgers stand for the code)."""
         wide = any(spec != OFFLINE for spec in models.values())
         root = design.repo_root if wide else design.code_root
         parts: list[tuple[str, object]] = [
@@ -157,9 +167,10 @@ class Fingerprints:
             ("models", sorted(models.items())),
             ("servers", sorted(servers.items())),
             ("workflow", self.workflow(design.repo_root)),
-            ("code", self.code(root, design.repo_root, wide)),
-            ("code_root", design.rel(design.code_root)),
         ]
+        if code:
+            parts.append(("code", self.code(root, design.repo_root, wide)))
+        parts.append(("code_root", design.rel(design.code_root)))
         parts += _files(input_files(design, kind), design.root)
         return _hash(parts)
 

@@ -13,6 +13,9 @@ on a fresh clone as where the runs ran. The gaps of a document:
 * ``workflow-changed``: the workflow definitions changed since the revision's run (the stamp);
 * ``inputs-changed``: what the accepted revision's run read changed since (research log,
   episodes and plan, code, the frozen design);
+* ``stale-claims``: a claim of its claims ledger is stale (``designloop drift``: the code a
+  sentence rests on changed, moved or is gone, or the sentence left its line);
+  ``no-claims-ledger``: it has no ledger, so its claims cannot be checked;
 
 and of the directory: ``gate-open`` (the research log's gate), ``run-active`` (a run holds it).
 """
@@ -23,9 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.agents.drift import ClaimState, Drift
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.errors import InputError
 from pipeline.formats.approvals import Approval, state_of
+from pipeline.formats.claims_ledger import ledger_path, load_ledger
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.research_log import Gate, load_research_log
 from pipeline.formats.revisions import FILES, INPUT_NAMES, Revision, basename
@@ -47,6 +52,28 @@ class Gap:
         return {"gap": self.name, "message": self.message, "details": list(self.details)}
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimsCheck:
+    """A document's claims ledger checked against the code now (agents.drift)."""
+
+    ledger: str
+    """The ledger, relative to the repository root."""
+    states: list[ClaimState]
+
+    @property
+    def stale(self) -> list[ClaimState]:
+        return [s for s in self.states if s.stale]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ledger": self.ledger,
+            "claims": len(self.states),
+            "current": sum(s.status == "current" for s in self.states),
+            "stale": [s.to_json() for s in self.stale],
+            "unchecked": [s.to_json() for s in self.states if s.status == "unchecked"],
+        }
+
+
 @dataclass(slots=True)
 class DocStatus:
     """One document: on disk, its revisions with their states, the accepted one, its gaps."""
@@ -58,6 +85,8 @@ class DocStatus:
     current: Revision | None
     accepted: Approval | None
     gaps: list[Gap] = field(default_factory=list)
+    claims: ClaimsCheck | None = None
+    """The drift result of its claims ledger (None: the document or its ledger is absent)."""
 
     def to_json(self, directory: str) -> dict[str, object]:
         current = self.current
@@ -78,6 +107,7 @@ class DocStatus:
                 for r, s in self.revisions
             ],
             "gaps": [g.to_json() for g in self.gaps],
+            "claims": self.claims.to_json() if self.claims is not None else None,
         }
 
     def state_of(self, rev: Revision) -> str:
@@ -121,6 +151,13 @@ class Context:
     def __init__(self, runs_dir: Path) -> None:
         self.prints = Fingerprints(runs_dir)
         self._workflow: dict[Path, str] = {}
+        self._drift: dict[Path, Drift] = {}
+
+    def drift(self, repo_root: Path) -> Drift:
+        """One drift checker per repository (the code files it reads are read once)."""
+        if repo_root not in self._drift:
+            self._drift[repo_root] = Drift(repo_root)
+        return self._drift[repo_root]
 
     def workflow(self, repo_root: Path) -> str:
         if repo_root not in self._workflow:
@@ -193,6 +230,25 @@ def _drift(doc: DocStatus, d: Directory, ctx: Context) -> list[Gap]:
     return out
 
 
+def _claims(doc: DocStatus, d: Directory, ctx: Context) -> list[Gap]:
+    """The document's claims ledger against the code now: a stale claim is a gap, each named at
+    the design line that makes it; so is a missing ledger. A damaged one is bad input (exit 2)."""
+    name = basename(doc.file)
+    path = d.design.root / FILES[doc.file]
+    ledger = ledger_path(path)
+    if not ledger.is_file():
+        hint = "write it from the design and the code: designloop claims DIR (and commit it)"
+        return [Gap("no-claims-ledger", f"{name} has no claims ledger ({ledger.name})", (hint,))]
+    states = ctx.drift(d.design.repo_root).check(path, load_ledger(ledger))
+    doc.claims = ClaimsCheck(ledger.relative_to(d.design.repo_root).as_posix(), states)
+    stale = doc.claims.stale
+    if not stale:
+        return []
+    details = tuple(f'line {s.line}: {s.entry.mention}: {s.what}: "{s.entry.quote}"' for s in stale)
+    message = f"{len(stale)} of {len(states)} claims of {name} are stale (designloop drift)"
+    return [Gap("stale-claims", message, details)]
+
+
 def doc_status(d: Directory, file: str, in_stage: bool, ctx: Context) -> DocStatus:
     revisions = [r for r in d.revisions if r.file == file]
     current = d.current(file)
@@ -205,7 +261,10 @@ def doc_status(d: Directory, file: str, in_stage: bool, ctx: Context) -> DocStat
         current=current,
         accepted=d.accepted(file),
     )
-    doc.gaps = _presence(doc, d) + (_drift(doc, d, ctx) if doc.sha256 is not None else [])
+    if doc.sha256 is not None:
+        doc.gaps = _presence(doc, d) + _drift(doc, d, ctx) + _claims(doc, d, ctx)
+    else:
+        doc.gaps = _presence(doc, d)
     return doc
 
 

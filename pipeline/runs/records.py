@@ -64,6 +64,8 @@ class RunRecord(BaseModel):
     resumed from a runs directory outside the repository (see ``portable``)."""
     inputs: str | None = None
     """The fingerprint of the run's inputs when it started (runs.fingerprint)."""
+    design_inputs: str | None = None
+    """The same without the code (``batch --stale-only`` goes by it and the claims ledgers)."""
     overwrote: list[str] = []
     """Why this run (started with --force) overwrote later work (runs.overwrite)."""
     kept: dict[str, str] = {}

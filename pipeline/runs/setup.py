@@ -91,6 +91,8 @@ class RunPlan:
     """An interactive kind's change, validated whole."""
     inputs: str | None = None
     """The fingerprint of the inputs, when the caller took one (a batch does)."""
+    design_inputs: str | None = None
+    """The fingerprint of the inputs but the code (a batch takes it too)."""
     overwrite: list[str] = field(default_factory=list)
     """Why the run overwrites later work (it was started with --force anyway)."""
 
@@ -182,6 +184,7 @@ def start_run(plan: RunPlan) -> OpenRun:
         edit=plan.edit,
         repo_root=str(design.repo_root),
         inputs=plan.inputs,
+        design_inputs=plan.design_inputs,
         overwrote=list(plan.overwrite),
     )
     run_dir = session.runs_dir / plan.run_id

@@ -3,16 +3,19 @@ and the second check), the merge and the dual-clean evaluation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from langgraph.types import Send
 
 from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for
+from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
 from pipeline.formats.anchor import anchor_in_file
+from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
@@ -64,6 +67,9 @@ def step3_mechanical_checks(state: RunState, runtime: RunContext) -> Update:
         f.model_copy(update={"file": deps.rel(Path(f.file))}) if f.file else f
         for f in run_checks(request, deps.limits)
     ]
+    # The claim check: names that resolve to nothing, quoted values the cited code lacks.
+    for document in (request.design_path, *([mechanics] if mechanics else [])):
+        findings += deps.grounding.resolve(document).findings
     deps.events.emit(
         MechanicalCheck(
             round=state.round,
@@ -176,7 +182,12 @@ async def step4_second_check(payload: dict[str, Any], runtime: RunContext) -> Up
     deps = runtime.context
     task = CheckTask.model_validate(payload)
     role = second_role(task.kind)
-    result, usage = await deps.spawn(params_for(role, _inputs(deps, task)))
+    inputs = _inputs(deps, task)
+    if role == "fidelity-check" and deps.runtime.model_specs.get(role, OFFLINE) != OFFLINE:
+        # A model reads the exact code each sentence rests on: the draft's claims and spans.
+        ledger = deps.grounding.resolve(inputs.draft).ledger
+        inputs = replace(inputs, claims=[ClaimRef.of(e) for e in ledger.claims])
+    result, usage = await deps.spawn(params_for(role, inputs))
     findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
     findings = anchor_in_file(findings, deps.abs(task.draft))
     check = SecondCheck(

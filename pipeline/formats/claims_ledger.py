@@ -1,0 +1,165 @@
+"""The claims ledger beside each design file (docs/formats.md §11).
+
+``design.md`` has ``design.claims.json`` beside it, ``design-final.md`` has
+``design-final.claims.json``, and so on. One entry per code claim: the design line and the
+exact quote that makes it, what it names, the code span it resolved to and a fingerprint of
+that span. The file is written deterministically (no time, no absolute path; entries in
+document order), so it is committed with the design and its diff shows what moved.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.errors import InputError
+from pipeline.formats.claims import MentionKind
+from pipeline.formats.textio import atomic_write, read_text
+
+LEDGER_FORMAT = 1
+SUFFIX = ".claims.json"
+DESIGN_FILES = ("design.md", "design-mechanics.md")
+"""The design files under ``_workflow/``."""
+FINAL_FILES = ("design-final.md", "design-mechanics-final.md")
+"""The phase-4 design files at the top of a design directory."""
+LEDGER_NAMES = frozenset(Path(n).stem + SUFFIX for n in (*DESIGN_FILES, *FINAL_FILES))
+DESIGN_DOCS = frozenset({"_workflow", *FINAL_FILES})
+"""The documents designloop writes in every design directory (never anyone's code)."""
+Method = Literal["tree-sitter", "text", "path"]
+
+
+class ClaimEntry(BaseModel):
+    """One code claim: where the design makes it and the code it rests on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: int = Field(ge=1)
+    """The design file's line that makes the claim (1-based, the stamp counted)."""
+    quote: str = Field(min_length=1)
+    """The claim's sentence as that line holds it, exactly."""
+    mention: str = Field(min_length=1)
+    """The name, path or location as the design writes it."""
+    kind: MentionKind
+    symbol: str | None = None
+    """The qualified symbol it resolved to (a location claim: the name found on the cited lines)."""
+    file: str = Field(min_length=1)
+    """The code file (or directory, for a path claim), relative to the repository root."""
+    first: int = Field(ge=0)
+    last: int = Field(ge=0)
+    """The span's first and last line (0 and 0 for a directory)."""
+    method: Method
+    """How the fingerprint was taken: tree-sitter tokens, normalised text, or the path alone."""
+    fingerprint: str = Field(min_length=1)
+    literals: list[str] = []
+    """The values its sentence quotes that the span holds (numbers normalised)."""
+
+
+class ClaimRef(BaseModel):
+    """A claim as a reviewer is handed it: the draft's line and sentence, and the code span
+    (``file``, lines ``first`` to ``last``) the sentence rests on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: int
+    quote: str
+    mention: str
+    symbol: str | None = None
+    file: str
+    first: int
+    last: int
+
+    @classmethod
+    def of(cls, entry: ClaimEntry) -> ClaimRef:
+        return cls.model_validate(entry.model_dump(include=set(cls.model_fields)))
+
+
+class Ledger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = LEDGER_FORMAT
+    design: str = Field(min_length=1)
+    """The design file's name (the ledger sits beside it)."""
+    code_root: str
+    """The code root the claims resolved under, relative to the repository root."""
+    claims: list[ClaimEntry] = []
+
+    def text(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def ledger_path(design_file: Path) -> Path:
+    """Where the ledger of ``design_file`` lives: beside it, ``<stem>.claims.json``."""
+    return design_file.with_name(design_file.stem + SUFFIX)
+
+
+def _damaged(path: Path, what: str, line: int | None = None) -> InputError:
+    return InputError(
+        f"the claims ledger is damaged: {what}",
+        file=path,
+        line=line,
+        hint="restore it from version control, or write it afresh from the design and the code: "
+        "designloop claims DIR",
+    )
+
+
+def load_ledger(path: Path) -> Ledger:
+    """Read a ledger, or raise an InputError naming the file (and the line) when it does not parse."""
+    text = read_text(path, what="claims ledger").text
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _damaged(path, f"not JSON ({exc.msg})", exc.lineno) from None
+    try:
+        ledger = Ledger.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top level"
+        raise _damaged(path, f"{where}: {first['msg']}") from None
+    if ledger.format != LEDGER_FORMAT:
+        raise _damaged(path, f"format {ledger.format}; this designloop reads format {LEDGER_FORMAT}")
+    return ledger
+
+
+def write_ledger(path: Path, ledger: Ledger) -> bool:
+    """Write the ledger when its bytes change; True when it was written."""
+    text = ledger.text()
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text)
+    return True
+
+
+def design_files(root: Path) -> list[Path]:
+    """The design files of a design directory that exist (phase 1's, then phase 4's)."""
+    found = [root / "_workflow" / n for n in DESIGN_FILES] + [root / n for n in FINAL_FILES]
+    return [p for p in found if p.is_file()]
+
+
+def claim_directories(patterns: list[str], base: Path) -> list[Path]:
+    """Design directories named by paths or globs (relative to ``base`` unless absolute): each
+    match holding ``_workflow/`` or a phase-4 design file, in a stable order, each once. A
+    pattern that names none is an input error."""
+    import glob
+
+    found: list[Path] = []
+    for pattern in patterns:
+        rooted = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        matches = sorted(Path(m) for m in glob.glob(rooted, recursive=True))
+        dirs = [
+            m.resolve()
+            for m in matches
+            if m.is_dir() and ((m / "_workflow").is_dir() or any((m / n).is_file() for n in FINAL_FILES))
+        ]
+        if not dirs:
+            raise InputError(
+                f"{pattern!r} names no design directory",
+                hint="pass directories holding _workflow/ or design-final.md, or a glob such as 'docs/adr/*'",
+            )
+        found += [d for d in dirs if d not in found]
+    return found
