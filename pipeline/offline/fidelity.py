@@ -57,7 +57,8 @@ def names_a_file(span: str) -> bool:
 
 
 PATTERN_RE = re.compile(r"[*?<>{}\[\]]|(?<![A-Za-z])([A-Z])\1{2,}(?![a-z])")
-"""A file pattern or a placeholder: a glob character, or one capital letter three times or more, as in NNNN or YYYY."""
+"""A file pattern or a placeholder: a glob character, or one capital letter three times or more
+(NNNN, YYYY)."""
 
 
 def names_a_value(span: str) -> bool:
