@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from graphkit import go, start
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.formats.design_dir import open_design_dir
@@ -137,8 +137,40 @@ def research_log(draw: st.DrawFn) -> str:
     return "\n".join(out)
 
 
+SHORT_LOG = """# Research log: generated design
+
+## Problem
+
+The Quorum Exchange Zone (QEZ) path is slow. The bucket keeps the bucket and the bucket.
+
+## Findings
+
+- The bucket keeps the bucket and the bucket on GOV.UK.
+- The puppet keeps the puppet and the puppet.
+
+## Glossary
+
+- **Lease**: a claim a worker holds on a job; it expires unless renewed.
+- **Shard**: a part of the table that one worker owns, with its own lease.
+- **Export**: one report request and the file it produces.
+
+## Decision Log
+
+### D1: Adopt the puppet 1
+**Decision:** The bucket keeps the bucket and the bucket on GOV.UK.
+**Alternatives rejected:** The puppet keeps the puppet and the puppet.
+**Rationale:** The puppet keeps the puppet and the puppet.
+
+## Adversarial gate record
+
+### 2026-11-20 — PASS
+"""
+"""A short log whose faithful draft repeats two thirds of it: the auditors still read the draft."""
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(research_log())
+@example(log=SHORT_LOG)
 def test_a_generated_log_with_a_resolved_gate_ends_pass_within_the_budget(tmp_path: Path, log: str) -> None:
     root = tmp_path / "repo"
     shutil.rmtree(root, ignore_errors=True)

@@ -33,6 +33,10 @@ MOSTLY = 0.6
 """A file whose distinctive text is at least this share the log's is mostly the log ..."""
 MOSTLY_FLOOR = 0.25
 """... when what it shares is at least this share of the log."""
+MOSTLY_REVIEWED = 0.85
+"""The draft under review is mostly the log only past this share of its distinctive text: a
+faithful draft of a short log carries its problem, findings, glossary and every decision line
+(two thirds of its text), while the log given as the draft is nearly all of it."""
 NEARLY_ALL = 0.8
 """A file that holds at least this share of the log's distinctive text holds the log."""
 
@@ -180,8 +184,9 @@ class ForbiddenFile:
 
     def matches(self, text: str, reviewed: bool = False) -> bool:
         """Whether normalised ``text`` is this log, or mostly it, or holds nearly all of it.
-        A ``reviewed`` design draft is refused only when it is the log or mostly the log: a
-        faithful draft of a log that is mostly decisions carries nearly every decision line."""
+        A ``reviewed`` design draft is refused only when it is the log or mostly the log (by
+        ``MOSTLY_REVIEWED``): a faithful draft of a log that is mostly decisions carries nearly
+        every decision line."""
         if hashlib.sha256(text.encode()).hexdigest() == self.digest:
             return True
         if not self.mass:
@@ -191,7 +196,8 @@ class ForbiddenFile:
         if not shared:
             return False
         own = sum(theirs.values())
-        mostly = shared >= MOSTLY * own and shared >= MOSTLY_FLOOR * self.mass
+        share = MOSTLY_REVIEWED if reviewed else MOSTLY
+        mostly = shared >= share * own and shared >= MOSTLY_FLOOR * self.mass
         return mostly or (not reviewed and shared >= NEARLY_ALL * self.mass)
 
 
