@@ -32,6 +32,20 @@ def edits(path: str, pairs: list[tuple[str, str]]) -> list[Call]:
     return [("edit", {"path": path, "old_string": old, "new_string": new}) for old, new in pairs]
 
 
+def tighten(root: Path, section: str, options: list[str], tmp_path: Path) -> list[str]:
+    """An instruction edit of ``section`` against the scripted server's ``options``."""
+    edit = ["edit", str(root), "--kind", "content-edit", "--section", section]
+    return [
+        *edit,
+        "--instruction",
+        "tighten the wording",
+        *options,
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--json",
+    ]
+
+
 def test_several_edits_in_one_turn_all_land(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = make_repo(tmp_path)
     d.design.unlink()
@@ -83,22 +97,7 @@ def test_an_instruction_edit_is_summarised_from_its_real_diff(
         return [("final_result", {"summary": claim, "output_path": out})]
 
     with role_server(script, monkeypatch) as (_, options):
-        result = run_cli(
-            [
-                "edit",
-                str(d.root),
-                "--kind",
-                "content-edit",
-                "--section",
-                section,
-                "--instruction",
-                "tighten the wording",
-                *options,
-                "--runs-dir",
-                str(tmp_path / "runs"),
-                "--json",
-            ]
-        )
+        result = run_cli(tighten(d.root, section, options, tmp_path))
     data = json.loads(result.out)
     text = d.design.read_text()
     assert [new in text for _, new in pairs] == [True, True, True]
@@ -130,22 +129,7 @@ def test_an_instruction_that_changes_nothing_in_its_section_says_so(
     before = d.design.read_text()
     assert "keeps each bucket in a Redis hash" in before
     with role_server(script, monkeypatch) as (_, options):
-        result = run_cli(
-            [
-                "edit",
-                str(d.root),
-                "--kind",
-                "content-edit",
-                "--section",
-                "Buckets per tenant and route",
-                "--instruction",
-                "tighten the wording",
-                *options,
-                "--runs-dir",
-                str(tmp_path / "runs"),
-                "--json",
-            ]
-        )
+        result = run_cli(tighten(d.root, "Buckets per tenant and route", options, tmp_path))
     data = json.loads(result.out)
     entry = entry_text(d, parse_entries(d.mutations)[-1].number)
     assert data["outcome"] == "BLOCKER REMAINS"
