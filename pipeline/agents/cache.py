@@ -17,11 +17,13 @@ import contextvars
 import hashlib
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import diskcache
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
@@ -35,6 +37,7 @@ from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.settings import CACHE_DB, make_runs_dir
 
+T = TypeVar("T")
 VOLATILE_KEYS = frozenset(
     {
         "timestamp",
@@ -180,41 +183,41 @@ class CachedModel(WrapperModel):
         if recorder is not None and recorder.first_request is None:
             recorder.first_request = json.dumps(body, default=str, ensure_ascii=False)
         while True:
-            raw = self._stored(key)
-            if raw is None:
-                pending = self._inflight.get(key)
-                if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-                    break
-                try:
-                    raw = await asyncio.shield(pending)
-                except Exception:  # that asker failed or stopped: look again, then ask
-                    continue
-            if recorder is not None:
-                recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
-                recorder.answered()
-            cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
-            assert isinstance(cached, ModelResponse)
-            return replace(cached, usage=RequestUsage())
+            pending = self._inflight.get(key)
+            if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+                break
+            try:
+                return self._answered(await asyncio.shield(pending), recorder)
+            except Exception:  # that asker failed or stopped: look again, then ask
+                continue
+        # This request is claimed before the cache is read: an identical one waits for it, and
+        # the claim is let go only once the answer is stored, so nobody asks twice.
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
+            # The cache is SQLite on disk: read and written in a thread, off the event loop.
+            raw = await asyncio.to_thread(self._stored, key) if self.cache is not None else None
+            if raw is not None:
+                future.set_result(raw)
+                return self._answered(raw, recorder)
             response = await self._first_or_later(messages, model_settings, model_request_parameters)
+            # The answer as received, before the agent stamps its own run on it: every waiter
+            # decodes a copy of its own, as from the cache.
+            raw = ModelMessagesTypeAdapter.dump_json([response])
+            future.set_result(raw)
+            if self.cache is not None:
+                await asyncio.to_thread(self.cache.set, key, raw)
         except BaseException as exc:
-            # Whoever waits asks on its own (a cancellation here is not theirs to share).
-            future.set_exception(
-                exc if isinstance(exc, Exception) else RuntimeError("the first asker stopped")
-            )
-            future.exception()  # retrieved: nobody need wait for it
+            if not future.done():
+                # Whoever waits asks on its own (a cancellation here is not theirs to share).
+                future.set_exception(
+                    exc if isinstance(exc, Exception) else RuntimeError("the first asker stopped")
+                )
+                future.exception()  # retrieved: nobody need wait for it
             raise
         finally:
             if self._inflight.get(key) is future:
                 del self._inflight[key]
-        # The answer as received, before the agent stamps its own run on it: every waiter
-        # decodes a copy of its own, as from the cache.
-        raw = ModelMessagesTypeAdapter.dump_json([response])
-        future.set_result(raw)
-        if self.cache is not None:
-            self.cache.set(key, raw)
         if recorder is not None:
             recorder.calls.append(
                 CallRecord(
@@ -227,6 +230,15 @@ class CachedModel(WrapperModel):
             )
             recorder.answered()
         return response
+
+    def _answered(self, raw: bytes, recorder: CallLog | None) -> ModelResponse:
+        """An answer from the cache or from an identical request: recorded as a hit, at no cost."""
+        if recorder is not None:
+            recorder.calls.append(CallRecord(self.model_name, True, 0, 0, Decimal(0)))
+            recorder.answered()
+        cached = ModelMessagesTypeAdapter.validate_json(raw)[0]
+        assert isinstance(cached, ModelResponse)
+        return replace(cached, usage=RequestUsage())
 
     async def _first_or_later(
         self,
@@ -285,11 +297,24 @@ def _failure(exc: sqlite3.Error, directory: Path) -> Exception:
 class LazyCache:
     """The run's request cache, opened on first use; a lookup before anything was cached opens
     nothing, so a command that stops on bad input leaves no cache behind. A damaged cache file
-    is reported as such (formats.database), not as an internal error."""
+    is reported as such (formats.database), not as an internal error.
+
+    Every use runs on the cache's own thread, where its one SQLite connection lives: spawns
+    use it from the threads that keep their I/O off the event loop, and ``close`` closes that
+    connection (and ends the thread) whatever thread used the cache."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._cache: diskcache.Cache | None = None
+        self._worker: ThreadPoolExecutor | None = None
+        self._guard = threading.Lock()
+
+    def _on_thread(self, work: Callable[[], T]) -> T:
+        with self._guard:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="designloop-cache")
+            worker = self._worker
+        return worker.submit(work).result()
 
     def _open(self, create: bool) -> diskcache.Cache | None:
         if self._cache is None and (create or (self.directory / CACHE_DB).is_file()):
@@ -297,22 +322,39 @@ class LazyCache:
         return self._cache
 
     def get(self, key: str) -> Any:
-        cache = self._open(create=False)
-        try:
-            return None if cache is None else cache.get(key)
-        except sqlite3.Error as exc:
-            raise _failure(exc, self.directory) from None
+        def look() -> Any:
+            cache = self._open(create=False)
+            try:
+                return None if cache is None else cache.get(key)
+            except sqlite3.Error as exc:
+                raise _failure(exc, self.directory) from None
+
+        return self._on_thread(look)
 
     def set(self, key: str, value: bytes) -> Any:
-        cache = self._open(create=True)
-        assert cache is not None
-        try:
-            return cache.set(key, value)
-        except sqlite3.Error as exc:
-            raise _failure(exc, self.directory) from None
+        def store() -> Any:
+            cache = self._open(create=True)
+            assert cache is not None
+            try:
+                return cache.set(key, value)
+            except sqlite3.Error as exc:
+                raise _failure(exc, self.directory) from None
+
+        return self._on_thread(store)
 
     def close(self) -> None:
         """Close the cache's files (it opens again on its next use)."""
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
+        with self._guard:
+            worker, self._worker = self._worker, None
+        if worker is None:
+            return
+
+        def shut() -> None:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+        try:
+            worker.submit(shut).result()
+        finally:
+            worker.shutdown()

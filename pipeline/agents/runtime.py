@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +116,9 @@ class Runtime:
     _models: dict[str, Model] = field(default_factory=dict)
     _logs: dict[Path, LogVersions] = field(default_factory=dict)
     _built: dict[str, Model] = field(default_factory=dict)
+    _preparing: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a spawn is prepared: concurrent spawns prepare in threads of their own and
+    share the models and research-log versions built once."""
 
     def provider_model(self, spec: str) -> Model:
         """The provider's model for ``spec``, built once (one client, one connection pool,
@@ -224,10 +229,20 @@ class Runtime:
         first_answer: Callable[[], None] | None = None,
     ) -> RoleResult:
         """Write the params file, confine the role's tools, run it: the spawn contract, once.
+        The preparation reads and writes files, so it runs in a thread, off the event loop;
         ``first_answer`` is told when the spawn's first answer arrives."""
-        spawn = prepare(self.roles[params.role], params, reviews or design.reviews, design.repo_root, index)
-        ctx = self.tool_context(spawn, design.research_log, design.code_root, design.reviews)
+        spawn, ctx = await asyncio.to_thread(self.prepared, params, design, index, reviews)
         return await self.run(spawn, ctx, first_answer)
+
+    def prepared(
+        self, params: SpawnParams, design: DesignDir, index: int | None = None, reviews: Path | None = None
+    ) -> tuple[Spawn, ToolContext]:
+        """The spawn with its params file written, its role's model built and its tools confined."""
+        role = self.roles[params.role]
+        with self._preparing:
+            spawn = prepare(role, params, reviews or design.reviews, design.repo_root, index)
+            self.model_for(params.role)
+            return spawn, self.tool_context(spawn, design.research_log, design.code_root, design.reviews)
 
     def agent_for(self, spawn: Spawn) -> Agent[ToolContext, Any]:
         role = spawn.role

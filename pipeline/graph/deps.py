@@ -8,6 +8,7 @@ checkpointed configuration. It is rebuilt on resume.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -131,15 +132,19 @@ class RunDeps:
         first_answer: Callable[[], None] | None = None,
     ) -> tuple[RoleResult, RoleUsage]:
         """Run one spawn through the spawn contract and record its event; ``first_answer`` is
-        told when the spawn's first answer arrives (the fan-out's warm-up)."""
+        told when the spawn's first answer arrives (the fan-out's warm-up). The listeners are
+        told, and the event written, in a thread: never on the event loop, and the spawn's event
+        is on disk before the caller goes on."""
         spec = self.runtime.model_specs.get(params.role, OFFLINE)
-        self.events.notify(SpawnBegun(round=params.round, role=params.role, slice=params.slice, model=spec))
+        begun = SpawnBegun(round=params.round, role=params.role, slice=params.slice, model=spec)
+        await asyncio.to_thread(self.events.notify, begun)
         result = await self.runtime.spawn(params, self.design, index, self.reviews, first_answer=first_answer)
         role = result.role
         if not is_role(role):
             raise WiringError(f"a spawn ran {role!r}, which is no role of designloop's", hint="report it")
         review = result.review
-        self.events.emit(
+        await asyncio.to_thread(
+            self.events.emit,
             Spawned(
                 round=params.round,
                 role=role,
@@ -158,7 +163,7 @@ class RunDeps:
                 reads=result.reads,
                 started=result.started,
                 warmup_wait=warmup_wait,
-            )
+            ),
         )
         return result, RoleUsage(round=params.round, role=result.role, usage=result.usage)
 

@@ -13,6 +13,7 @@ the first node fills in the rest.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,11 @@ CREATION = build_graph()
 
 async def designloop(state: RunState, runtime: Runtime[StudioContext]) -> Any:
     """The creation graph, run with the services built from the run's context (LangGraph hands
-    the subgraph this node's configuration: its thread, checkpointer and resume)."""
+    the subgraph this node's configuration: its thread, checkpointer and resume). Building
+    them reads the repository's settings and makes the run's directory: in a thread, off the
+    event loop the server runs every run on."""
     info = runtime.execution_info
-    deps = studio_deps(runtime.context, (info.thread_id if info else None) or "run")
+    deps = await asyncio.to_thread(studio_deps, runtime.context, (info.thread_id if info else None) or "run")
     return await CREATION.ainvoke(state.model_dump(mode="json"), context=deps)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 
@@ -33,22 +33,31 @@ class WarmUp:
     def _gate(self, round_: int) -> Gate:
         return self.gates.setdefault(round_, Gate())
 
-    @contextlib.contextmanager
-    def first(self, round_: int, opened: Callable[[], None]) -> Iterator[Callable[[], None]]:
+    @contextlib.asynccontextmanager
+    async def first(self, round_: int, opened: Callable[[], None]) -> AsyncIterator[Callable[[], None]]:
         """Around the round's first spawn: yields the opener to hand the spawn; its first answer
-        (or its end) opens the gate, and ``opened`` is told once."""
+        (or its end) opens the gate. ``opened`` is told once, in a thread (it writes the run's
+        event, off the event loop), and the gate opens once it has been told."""
         gate = self._gate(round_)
         gate.armed = True
+        telling: list[asyncio.Task[None]] = []
+
+        async def tell() -> None:
+            try:
+                await asyncio.to_thread(opened)
+            finally:
+                gate.answered.set()
 
         def open_gate() -> None:
-            if not gate.answered.is_set():
-                gate.answered.set()
-                opened()
+            if not telling and not gate.answered.is_set():
+                telling.append(asyncio.ensure_future(tell()))
 
         try:
             yield open_gate
         finally:
             open_gate()
+            if telling:
+                await telling[0]
 
     async def wait(self, round_: int, cap: float) -> float:
         """Before any other spawn of the round: the seconds it waited for the gate."""

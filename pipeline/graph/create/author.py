@@ -3,16 +3,20 @@ author in Step 6: the mechanical-first re-spawn and the next round."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 
 from pipeline.agents.inputs import RoundInputs, params_for
+from pipeline.agents.runtime import RoleResult
+from pipeline.agents.usage import RoleUsage
 from pipeline.formats.findings import blocking, merge
 from pipeline.formats.kinds import PHASE1
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
 from pipeline.graph.create.companion import creation_target, stamp_companion
 from pipeline.graph.create.state import AUTHOR, AuthorTurn, Inconclusive, RunState, Update
-from pipeline.graph.deps import RunContext
+from pipeline.graph.deps import RunContext, RunDeps
 from pipeline.runs.events import RoundStarted, Stamped
 
 INLINE_DRAFT_CHARS = 1500
@@ -47,14 +51,30 @@ def fingerprint(*paths: Path) -> str | None:
 
 
 async def step1_author(state: RunState, runtime: RunContext) -> Update:
-    """Step 1: the code-grounded author writes the draft to output_path and returns a summary."""
+    """Step 1: the code-grounded author writes the draft to output_path and returns a summary.
+    What comes before and after the spawn reads and writes files: in a thread, off the event
+    loop (graph.node)."""
     deps = runtime.context
-    round_ = state.round
-    deps.events.emit(RoundStarted(round=round_, budget=state.budget))
+    params, before = await asyncio.to_thread(_author_params, state, deps)
+    result, usage = await deps.spawn(params)
+    return await asyncio.to_thread(_author_turn, state, deps, before, result, usage)
+
+
+def _author_params(state: RunState, deps: RunDeps) -> tuple[SpawnParams, str | None]:
+    """The round begins: the author's params, and the draft's fingerprint before the spawn."""
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     draft = deps.abs(state.draft)
-    inputs = RoundInputs(deps.design, state.kind, round_, draft, tuple(state.flagged), target=state.target)
-    before = fingerprint(draft)
-    result, usage = await deps.spawn(params_for(AUTHOR, inputs))
+    flagged = tuple(state.flagged)
+    inputs = RoundInputs(deps.design, state.kind, state.round, draft, flagged, target=state.target)
+    return params_for(AUTHOR, inputs), fingerprint(draft)
+
+
+def _author_turn(
+    state: RunState, deps: RunDeps, before: str | None, result: RoleResult, usage: RoleUsage
+) -> Update:
+    """What the author's spawn left: whether it wrote a draft, and what the run notes of it."""
+    round_ = state.round
+    draft = deps.abs(state.draft)
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left
     # there; in a later round the draft an earlier round of this run wrote still stands.
     kept = round_ > 1 and state.author is not None and state.author.draft_ok

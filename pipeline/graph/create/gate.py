@@ -3,6 +3,7 @@ the S3 loop-back that sends a decision-shaped finding to the research log."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 from pathlib import Path
@@ -10,12 +11,15 @@ from pathlib import Path
 from langgraph.types import interrupt
 
 from pipeline.agents.inputs import NONE, RoundInputs, params_for
+from pipeline.agents.runtime import RoleResult
+from pipeline.agents.usage import RoleUsage
 from pipeline.formats.anchor import anchor_across
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.research_log_edits import surface_decision
 from pipeline.formats.review_file import write_review_file
 from pipeline.formats.settled import SettledState
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.create.author import fingerprint
 from pipeline.graph.create.state import (
     COMPREHENSION,
@@ -55,14 +59,39 @@ def companions(state: RunState, deps: RunDeps) -> list[Path]:
 
 
 async def step4_comprehension_gate(state: RunState, runtime: RunContext) -> Update:
-    """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate)."""
+    """Step 4: the cold comprehension gate, once, after dual-clean (and, at phase 1, the S3 gate).
+    What comes before and after the spawn reads and writes files: in a thread, off the event
+    loop."""
     deps = runtime.context
-    round_ = state.round
-    inputs = RoundInputs(deps.design, state.kind, round_, deps.abs(state.draft), target=state.target)
+    params, files, digest = await asyncio.to_thread(_gate_params, state, deps)
+    result, usage = await deps.spawn(params)
+    return await asyncio.to_thread(_gate_read, state, deps, params, files, digest, result, usage)
+
+
+Files = list[tuple[str, Path]]
+
+
+def _gate_params(state: RunState, deps: RunDeps) -> tuple[SpawnParams, Files, str | None]:
+    """The gate's params, the files it reads (the draft, and its companion when there is one)
+    and their fingerprint before the spawn."""
+    inputs = RoundInputs(deps.design, state.kind, state.round, deps.abs(state.draft), target=state.target)
     params = params_for(COMPREHENSION, inputs)
     files = [(state.draft, deps.abs(state.draft))] + [(deps.rel(p), p) for p in companions(state, deps)]
-    digest = fingerprint(*(path for _, path in files))
-    result, usage = await deps.spawn(params)
+    return params, files, fingerprint(*(path for _, path in files))
+
+
+def _gate_read(
+    state: RunState,
+    deps: RunDeps,
+    params: SpawnParams,
+    files: Files,
+    digest: str | None,
+    result: RoleResult,
+    usage: RoleUsage,
+) -> Update:
+    """What the gate found: its findings anchored in the files it read, its review file, its
+    check event, and the sections its open findings keep unsettled."""
+    round_ = state.round
     review = result.review
     findings = [f.located(role=COMPREHENSION) for f in review.findings] if review else []
     findings = anchor_across(findings, files)

@@ -3,6 +3,7 @@ and the second check), the merge and the dual-clean evaluation."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
 from pipeline.formats.settled import SettledState, SliceAudit, section_hashes, spans_of
 from pipeline.formats.slices import assert_fanout
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.create.author import fingerprint
 from pipeline.graph.create.state import (
     AUDITOR,
@@ -145,12 +147,12 @@ def _inputs(deps: RunDeps, task: SliceTask | CheckTask) -> RoundInputs:
 
 async def step4_audit_slice(payload: dict[str, Any], runtime: RunContext) -> Update:
     """One cold readability auditor on one slice; where the provider caches prompts, the
-    fan-out's other spawns start once the first one's first answer is in (graph.warmup)."""
+    fan-out's other spawns start once the first one's first answer is in (graph.warmup). The
+    params and the findings' anchors read files: in a thread, off the event loop."""
     deps = runtime.context
     task = SliceTask.model_validate(payload)
-    params = params_for(
-        AUDITOR, _inputs(deps, task), AuditSlice(task.slice, task.slice_count, task.total_lines)
-    )
+    slice_ = AuditSlice(task.slice, task.slice_count, task.total_lines)
+    params = await asyncio.to_thread(params_for, AUDITOR, _inputs(deps, task), slice_)
     if not deps.warms_up(AUDITOR):
         result, usage = await deps.spawn(params, task.index, warmup_wait=0.0)
     elif task.warm:
@@ -158,13 +160,13 @@ async def step4_audit_slice(payload: dict[str, Any], runtime: RunContext) -> Upd
         def warmed() -> None:
             deps.events.emit(Warmed(round=task.round))
 
-        with deps.warm.first(task.round, warmed) as answered:
+        async with deps.warm.first(task.round, warmed) as answered:
             result, usage = await deps.spawn(params, task.index, warmup_wait=0.0, first_answer=answered)
     else:
         waited = await deps.warm.wait(task.round, deps.settings.warmup_cap)
         result, usage = await deps.spawn(params, task.index, warmup_wait=waited)
     findings = [f.located(task.draft, AUDITOR) for f in result.review.findings] if result.review else []
-    findings = anchor_in_file(findings, deps.abs(task.draft))
+    findings = await asyncio.to_thread(anchor_in_file, findings, deps.abs(task.draft))
     audit = Audit(
         round=task.round,
         index=task.index,
@@ -177,19 +179,27 @@ async def step4_audit_slice(payload: dict[str, Any], runtime: RunContext) -> Upd
     return {"audits": [audit], "usage": [usage]}
 
 
-async def step4_second_check(payload: dict[str, Any], runtime: RunContext) -> Update:
-    """The round's second check: absorption at phase 1, fidelity at phase 4."""
-    deps = runtime.context
-    task = CheckTask.model_validate(payload)
+def _second_params(deps: RunDeps, task: CheckTask) -> SpawnParams:
+    """The second check's params; a model's fidelity check gets the draft's claims (read from
+    the draft and the code)."""
     role = second_role(task.kind)
     inputs = _inputs(deps, task)
     if role == "fidelity-check" and deps.runtime.model_specs.get(role, OFFLINE) != OFFLINE:
         # A model reads the exact code each sentence rests on: the draft's claims and spans.
         ledger = deps.grounding.resolve(inputs.draft).ledger
         inputs = replace(inputs, claims=[ClaimRef.of(e) for e in ledger.claims])
-    result, usage = await deps.spawn(params_for(role, inputs))
+    return params_for(role, inputs)
+
+
+async def step4_second_check(payload: dict[str, Any], runtime: RunContext) -> Update:
+    """The round's second check: absorption at phase 1, fidelity at phase 4. The params and the
+    findings' anchors read files: in a thread, off the event loop."""
+    deps = runtime.context
+    task = CheckTask.model_validate(payload)
+    role = second_role(task.kind)
+    result, usage = await deps.spawn(await asyncio.to_thread(_second_params, deps, task))
     findings = [f.located(task.draft, role) for f in result.review.findings] if result.review else []
-    findings = anchor_in_file(findings, deps.abs(task.draft))
+    findings = await asyncio.to_thread(anchor_in_file, findings, deps.abs(task.draft))
     check = SecondCheck(
         round=task.round, role=role, status=result.status, error=result.error, findings=findings
     )

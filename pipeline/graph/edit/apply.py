@@ -3,12 +3,13 @@ interactive kinds, and the inline-editor spawn they and Step 6 share."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.design_dir import DesignDir
-from pipeline.formats.edit_ops import INSTRUCTION, plan_edit, plan_files
+from pipeline.formats.edit_ops import INSTRUCTION, PlannedEdit, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
 from pipeline.formats.edits import find_section, parse
 from pipeline.formats.findings import Finding
@@ -16,6 +17,7 @@ from pipeline.formats.kinds import DESIGN_SYNC, LENGTH_TRIGGER, EditKind, Target
 from pipeline.formats.refs import propagate_plan
 from pipeline.formats.review_log import last_sync, parse_entries, working_mode_count
 from pipeline.formats.section_diff import section_texts
+from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import STAMP_RE, first_line, stamp_line
 from pipeline.formats.sync_delta import (
     baseline_path,
@@ -49,7 +51,17 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
 async def spawn_editor(
     state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: Target
 ) -> tuple[str, RoleUsage, str | None, str | None]:
-    """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note)."""
+    """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note). Its
+    params and the line-1 guard read and write files: in a thread, off the event loop."""
+    params = await asyncio.to_thread(_editor_params, state, deps, path, flagged, changed, target)
+    result, usage = await deps.spawn(params)
+    summary = str(getattr(result.output, "summary", "")) if result.output else ""
+    return summary, usage, result.error, await asyncio.to_thread(guard_line1, deps, path)
+
+
+def _editor_params(
+    state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: Target
+) -> SpawnParams:
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, path, tuple(flagged))
     scope = EditScope(
@@ -58,9 +70,7 @@ async def spawn_editor(
         target=target,
         mechanics=d.mechanics if d.mechanics.is_file() else None,
     )
-    result, usage = await deps.spawn(params_for(EDITOR, inputs, edit=scope))
-    summary = str(getattr(result.output, "summary", "")) if result.output else ""
-    return summary, usage, result.error, guard_line1(deps, path)
+    return params_for(EDITOR, inputs, edit=scope)
 
 
 def changed_files(deps: RunDeps, kind: EditKind) -> tuple[list[str], list[str]]:
@@ -84,31 +94,46 @@ def _companion_filled(d: DesignDir) -> bool:
 
 async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1: the edit, applied inline. Exact operations are planned whole and written at
-    once; an instruction or the length-trigger split goes to the inline editor."""
+    once; an instruction or the length-trigger split goes to the inline editor. What comes
+    before and after the editor's spawn reads and writes files: in a thread, off the event
+    loop."""
     deps = runtime.context
     if state.kind == DESIGN_SYNC:
         return {}
-    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
-    d = deps.design
-    plan = EditPlan(deps.before)
-    planned = plan_edit(state.request.model_copy(), d, plan, stamp_line(deps.workflow_sha.get()))
-    written = plan.commit()
-    deps.events.emit(EditApplied(files=[deps.rel(p) for p in written]))
+    planned = await asyncio.to_thread(_apply_planned, state, deps)
     update: EditUpdate = {"notes": [], "usage": []}
     editor = None
     if planned.passages and planned.editor_file is not None:
         target: Target = "both" if state.kind == LENGTH_TRIGGER else "design"
-        if planned.editor_file == d.mechanics:
+        if planned.editor_file == deps.design.mechanics:
             target = "mechanics"
         editor, usage, error, note = await spawn_editor(
             state, deps, planned.editor_file, planned.passages, planned.changed_section, target
         )
         update["usage"] = [usage]
         update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
+    update["applied"] = await asyncio.to_thread(_applied, state, deps, planned, editor)
+    return update
+
+
+def _apply_planned(state: EditState, deps: RunDeps) -> PlannedEdit:
+    """The round begins; the edit's exact operations are planned and written at once."""
+    deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
+    plan = EditPlan(deps.before)
+    planned = plan_edit(state.request.model_copy(), deps.design, plan, stamp_line(deps.workflow_sha.get()))
+    written = plan.commit()
+    deps.events.emit(EditApplied(files=[deps.rel(p) for p in written]))
+    return planned
+
+
+def _applied(state: EditState, deps: RunDeps, planned: PlannedEdit, editor: str | None) -> Applied:
+    """What the edit changed, as the files show it (and the record of what the run wrote)."""
+    d = deps.design
     files, created = changed_files(deps, state.kind)
     missed = _missed(deps, planned.passages, planned.editor_file) if files else None
     applied = bool(files) and not missed and (state.kind != LENGTH_TRIGGER or _companion_filled(d))
-    update["applied"] = Applied(
+    deps.record_wrote(state.kind)
+    return Applied(
         applied=applied,
         files=files,
         created=created,
@@ -119,8 +144,6 @@ async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
         touched_mechanics=planned.touched_mechanics or deps.rel(d.mechanics) in files,
         references=planned.references,
     )
-    deps.record_wrote(state.kind)
-    return update
 
 
 def _missed(deps: RunDeps, passages: list[Finding], path: Path | None) -> str | None:
@@ -191,15 +214,42 @@ def _propagate_sync(deps: RunDeps, passages: list[Finding]) -> list[str]:
 
 async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 1.5: re-distill design.md from the companion's changes since the last sync; a
-    zero delta is noted and skips the review."""
+    zero delta is noted and skips the review. What comes before and after the editor's spawn
+    reads and writes files: in a thread, off the event loop."""
     deps = runtime.context
+    sync, since = await asyncio.to_thread(_sync_delta, state, deps)
+    update: EditUpdate = {"sync": sync, "notes": [], "usage": []}
+    if not sync.baseline:
+        update["notes"] = [
+            "no record of the companion at the last sync; design.md was compared section by section"
+        ]
+    editor = None
+    passages = sync.passages
+    if passages:
+        design = deps.design.design
+        editor, usage, error, note = await spawn_editor(state, deps, design, passages, None, "design")
+        update["usage"] = [usage]
+        update["notes"] = update["notes"] + [
+            n for n in (note, f"inline-editor: {error}" if error else None) if n
+        ]
+    summary = (
+        f"Re-distilled design.md from the companion's changes since "
+        f"{f'Mutation {since}' if since is not None else 'its creation'}: {'; '.join(sync.changes)}."
+        if passages
+        else "Zero-delta sync."
+    )
+    update["applied"] = await asyncio.to_thread(_distilled, state, deps, passages, summary, editor)
+    return update
+
+
+def _sync_delta(state: EditState, deps: RunDeps) -> tuple[SyncDelta, int | None]:
+    """The round begins: the companion's changes since the last sync (and that sync's entry)."""
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     d = deps.design
     entries = [e for e in parse_entries(d.mutations) if e.run_id != state.run_id]
     since = last_sync(entries)
     design, mechanics = read_text(d.design).text, read_text(d.mechanics).text
-    read = deps.before
-    start = read(d.design)
+    start = deps.before(d.design)
     passages, changes, baseline = _sync_passages(
         deps, design if start is None else start.decode("utf-8"), mechanics
     )
@@ -211,27 +261,17 @@ async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
         zero=not passages,
         passages=passages,
     )
-    update: EditUpdate = {"sync": sync, "notes": [], "usage": []}
-    if not baseline:
-        update["notes"] = [
-            "no record of the companion at the last sync; design.md was compared section by section"
-        ]
-    editor = None
-    if passages:
-        editor, usage, error, note = await spawn_editor(state, deps, d.design, passages, None, "design")
-        update["usage"] = [usage]
-        update["notes"] = update["notes"] + [
-            n for n in (note, f"inline-editor: {error}" if error else None) if n
-        ]
+    return sync, since.number if since else None
+
+
+def _distilled(
+    state: EditState, deps: RunDeps, passages: list[Finding], summary: str, editor: str | None
+) -> Applied:
+    """References follow the renamed sections; what the distillation changed, as the files show it."""
     references = _propagate_sync(deps, passages)
     files, created = changed_files(deps, state.kind)
-    summary = (
-        f"Re-distilled design.md from the companion's changes since "
-        f"{f'Mutation {since.number}' if since else 'its creation'}: {'; '.join(changes)}."
-        if passages
-        else "Zero-delta sync."
-    )
-    update["applied"] = Applied(
+    deps.record_wrote(state.kind)
+    return Applied(
         applied=bool(files) or not passages,
         files=files,
         created=created,
@@ -240,8 +280,6 @@ async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
         touched_mechanics=True,
         references=references,
     )
-    deps.record_wrote(state.kind)
-    return update
 
 
 def sync_stale(state: EditState, deps: RunDeps) -> list[Finding]:

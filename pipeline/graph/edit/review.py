@@ -3,6 +3,7 @@ cold reads, the merge and the single-agent fix loop."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Literal
 
@@ -155,17 +156,19 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
 
 
 async def _cold_read(state: EditState, runtime: RunContext, role: ColdReader) -> EditUpdate:
+    """One cold read over the kind's scope; its params and its event are read and written in
+    a thread, off the event loop."""
     deps = runtime.context
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, d.design)
-    result, usage = await deps.spawn(params_for(role, inputs, edit=_edit_scope(state, deps)))
+    params = await asyncio.to_thread(lambda: params_for(role, inputs, edit=_edit_scope(state, deps)))
+    result, usage = await deps.spawn(params)
     review = result.review
     draft = deps.rel(d.design)
     findings = [f.located(draft, result.role) for f in review.findings] if review else []
     verdict = review.verdict if review else "INCONCLUSIVE"
-    deps.events.emit(
-        ColdReadCheck(round=state.round, check=role, verdict=verdict, findings=len(blocking(findings)))
-    )
+    check = ColdReadCheck(round=state.round, check=role, verdict=verdict, findings=len(blocking(findings)))
+    await asyncio.to_thread(deps.events.emit, check)
     read = ColdRead(
         round=state.round,
         role=role,
@@ -213,8 +216,38 @@ def step5_merge(state: EditState, runtime: RunContext) -> EditUpdate:
 
 async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
     """Step 6: blockers first, then should-fix. Auto-applicable fixes are applied exactly; the
-    rest go to the inline editor, one spawn per file. The round is spent either way."""
+    rest go to the inline editor, one spawn per file. The round is spent either way. The fixes
+    and what the files show afterwards are read and written in a thread, off the event loop."""
     deps = runtime.context
+    before, auto, rest, jobs = await asyncio.to_thread(_fix_plan, state, deps)
+    summaries: list[str] = []
+    notes: list[str] = []
+    usages = []
+    for path, mine, target in jobs:
+        changed = state.scope.changed_section if state.scope else None
+        summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
+        usages.append(usage)
+        summaries.append(f"{path.name}: {summary}" if summary else f"{path.name}: {error}")
+        notes += [n for n in (note,) if n]
+    editable = {deps.rel(path) for path in before}
+    left = [f for f in rest if f.file is not None and f.file not in editable]
+    if left:
+        notes.append(
+            f"round {state.round}: {len(left)} finding(s) in the plan files are not the editor's to fix "
+            "(implementation-plan.md and plan/ have their own gates)"
+        )
+    turn = await asyncio.to_thread(_fixed, state, deps, before, auto, summaries)
+    return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}
+
+
+EditorJob = tuple[Path, list[Finding], Target]
+
+
+def _fix_plan(
+    state: EditState, deps: RunDeps
+) -> tuple[dict[Path, bytes | None], int, list[Finding], list[EditorJob]]:
+    """The files as they were, the auto-applicable fixes applied, the findings left, and the
+    editor's spawns: one per file with findings of its own."""
     d = deps.design
     open_ = state.open_findings()
     before = {path: read_live(path) for path in (d.design, d.mechanics)}
@@ -224,37 +257,26 @@ async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
         if f.auto_applicable and f.fix is not None and f.file is not None
     ]
     applied = apply_fixes(exact) if exact else {}
-    auto = sum(applied.values())
     rest = [f for f in open_ if not (f.auto_applicable and f.fix is not None)]
-    editable = {deps.rel(d.design): d.design, deps.rel(d.mechanics): d.mechanics}
-    summaries: list[str] = []
-    notes: list[str] = []
-    usages = []
-    for rel, path in editable.items():
+    jobs: list[EditorJob] = []
+    for rel, path in {deps.rel(d.design): d.design, deps.rel(d.mechanics): d.mechanics}.items():
         mine = [f for f in rest if (f.file or rel) == rel and path.is_file()]
         if rel == deps.rel(d.mechanics):
             mine = [f for f in rest if f.file == rel]
-        if not mine:
-            continue
-        target: Target = "mechanics" if path == d.mechanics else "design"
-        changed = state.scope.changed_section if state.scope else None
-        summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
-        usages.append(usage)
-        summaries.append(f"{path.name}: {summary}" if summary else f"{path.name}: {error}")
-        notes += [n for n in (note,) if n]
-    left = [f for f in rest if f.file is not None and f.file not in editable]
-    if left:
-        notes.append(
-            f"round {state.round}: {len(left)} finding(s) in the plan files are not the editor's to fix "
-            "(implementation-plan.md and plan/ have their own gates)"
-        )
-    # "Changed" is what the files show, not what the editor said it did.
+        if mine:
+            jobs.append((path, mine, "mechanics" if path == d.mechanics else "design"))
+    return before, sum(applied.values()), rest, jobs
+
+
+def _fixed(
+    state: EditState, deps: RunDeps, before: dict[Path, bytes | None], auto: int, summaries: list[str]
+) -> FixTurn:
+    """The round's fix turn: "changed" is what the files show, not what the editor said it did."""
     moved = any(read_live(path) != data for path, data in before.items())
-    turn = FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
     deps.events.emit(Fixed(round=state.round, auto=auto, editor=len(summaries)))
     if moved:
         deps.record_wrote(state.kind)
-    return {"round": state.round + 1, "fixes": [turn], "usage": usages, "notes": notes}
+    return FixTurn(round=state.round, auto=auto, editor=summaries, changed=moved)
 
 
 def blockers(findings: list[Finding]) -> bool:
