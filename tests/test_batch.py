@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from batchkit import HeldLock, all_events, batch_repo, cli_json, open_gate, rows, run_batch
+from conftest import run_cli
 from graphkit import finding, returns, review
 
 from pipeline.errors import ExitCode
@@ -85,8 +86,23 @@ def test_the_command_prints_one_object_per_directory_and_totals(tmp_path: Path) 
     assert by_dir["docs/adr/a"]["outcome"] == "PASS" and by_dir["docs/adr/a"]["spawns"] > 0
     assert by_dir["docs/adr/a"]["tokens"] > 0 and by_dir["docs/adr/b"]["action"] == "bad"
     assert out["totals"]["directories"] == 2 and out["totals"]["exit_code"] == 2
+    models = by_dir["docs/adr/a"]["models"]  # who played each role that spawned
+    assert "design-author" in models and set(models.values()) == {"offline"}
+    assert by_dir["docs/adr/b"]["models"] == {} and out["totals"]["models"] == models
     recorded = json.loads((repo / "runs" / "batches" / f"{out['batch_id']}.json").read_text())
     assert out.pop("schema_version") == 1 and recorded == out  # --json prints the batch's record
+
+
+def test_the_summary_says_who_reviewed_and_nothing_when_no_run_spawned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = batch_repo(tmp_path, ["a"])
+    monkeypatch.chdir(repo)
+    first = run_cli(["batch", "create", "docs/adr/a", "--no-warmup"])
+    assert first.code == ExitCode.OK, first.err
+    assert "reviewed by the offline engine for every role (rule-based, no model)" in first.out
+    again = run_cli(["batch", "create", "docs/adr/a", "--no-warmup"])  # skipped: nothing ran
+    assert again.code == ExitCode.OK and "skipped" in again.out and "reviewed by" not in again.out
 
 
 def test_unchanged_inputs_are_skipped_without_a_request_and_any_change_runs_again(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from batchkit import HeldLock, batch_repo, cli_json, open_gate, rows, run_batch
+from conftest import run_cli
 
 from pipeline.cli.batch_sarif import batch_findings
 from pipeline.errors import ExitCode
@@ -218,3 +219,19 @@ def test_an_inconclusive_directory_tells_to_run_the_batch_again() -> None:
     assert finding.rule == "designloop-inconclusive"
     assert finding.suggested_fix and "run the batch again" in finding.suggested_fix
     assert "resume" not in finding.suggested_fix
+
+
+def test_a_directory_a_single_create_finished_is_skipped_until_its_inputs_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = batch_repo(tmp_path, ["a"])
+    monkeypatch.chdir(repo)
+    created = run_cli(["create", "docs/adr/a", "--no-warmup"])
+    assert created.code == ExitCode.OK, created.err
+    first = run_batch(repo, ["a"])  # the single run's inputs and outputs are on record
+    assert rows(first)["a"] == ("skipped", "PASS", 0)
+    assert entries(repo, "a") == [first.rows[0].run_id]  # no second review-log entry
+    code = next(p for p in (repo / "code").rglob("*") if p.is_file())
+    code.write_text(code.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    second = run_batch(repo, ["a"])
+    assert rows(second)["a"] == ("new", "PASS", 0)

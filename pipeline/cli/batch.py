@@ -97,6 +97,7 @@ def _table(batch: Batch) -> Table:
 
 
 def present_batch(batch: Batch, quiet: bool = False) -> None:
+    from pipeline.agents.resolve import engine_summary
     from pipeline.cli.output import cost_text, say, table, write
 
     if not quiet:
@@ -114,6 +115,8 @@ def present_batch(batch: Batch, quiet: bool = False) -> None:
         f"exit {totals['exit_code']}",
         plain=True,
     )
+    if totals["models"]:  # who reviewed; nothing when no run spawned (all skipped or bad)
+        say(f"reviewed by {engine_summary(totals['models'])}", plain=True)
 
 
 def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:

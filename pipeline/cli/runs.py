@@ -78,6 +78,8 @@ def run_and_report(
     with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
     under the lock."""
     from pipeline.cli.output import is_terminal
+    from pipeline.fleet.resume import record_outputs
+    from pipeline.fleet.rows import FINISHED
     from pipeline.graph.runner import execute
     from pipeline.runs.lifecycle import approve_if_ready
 
@@ -92,6 +94,9 @@ def run_and_report(
 
         listener = StepLines() if show.verbose and not show.as_json else None
         result = asyncio.run(execute(run, resume=resume, listener=listener, store=store, lock=lock))
+    outcome = result.state.outcome if result.state is not None else None
+    if outcome is not None and outcome.verdict in FINISHED:  # a later batch can tell it unchanged
+        record_outputs(store, run)
     approval = approve_if_ready(run.design, store, run.run_id, lock, "cli") if approve else None
     # The outcome stands; a run that exited 0 exits as its refused approval does (6, or 2).
     code = approval.exit_code(result.exit_code) if approval is not None else result.exit_code
@@ -195,6 +200,8 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
     """create or final: check everything, take the directory's lock, refuse to overwrite later
     work (unless --force), start the run and take it to its end."""
     from pipeline.cli.fast import resolve
+    from pipeline.fleet.rows import fingerprint
+    from pipeline.runs.fingerprint import Fingerprints
     from pipeline.runs.overwrite import later_work
     from pipeline.runs.setup import plan_run, start_run
 
@@ -216,6 +223,9 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             if later and not flags.force:
                 raise later.refusal("create" if kind == PHASE1 else "final", plan.design.root)
             plan.overwrite = later.reasons
+            prints = Fingerprints(store.runs_dir)  # what a later batch compares to skip it
+            plan.inputs = fingerprint(plan, prints)
+            plan.design_inputs = fingerprint(plan, prints, code=False)
             run = start_run(plan)
             store.register(run.run_dir)
             if not flags.as_json and not flags.show.quiet:

@@ -249,6 +249,10 @@ class BatchRunner:
                     row.tokens += event.tokens
                     row.cost += event.cost_usd
                     row.cache_hits += event.cache_hits
+                    if event.model:
+                        row.models[event.role] = (
+                            "offline" if event.model.startswith("offline") else event.model
+                        )
             self._say(row, event)
 
         return await execute(

@@ -100,6 +100,8 @@ class Row:
     """With --stale-only: why the claims of what the last run wrote no longer stand."""
     approval: dict[str, Any] | None = None
     """What --approve-if-ready did for the run (the approval made, or the named refusal)."""
+    models: dict[str, str] = field(default_factory=dict)
+    """The model (or ``offline``) each role that spawned in this batch ran on."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +118,7 @@ class Row:
             "message": self.message,
             "findings": [f.to_json() for f in self.findings],
             "stale_claims": self.stale,
+            "models": dict(sorted(self.models.items())),
         } | ({"approval": self.approval} if self.approval is not None else {})
 
     def end(self, action: str, code: ExitCode, message: str | None) -> None:
@@ -161,6 +164,15 @@ class Batch:
         codes = {ExitCode(r.exit_code) for r in self.rows if r.exit_code is not None}
         return next((c for c in EXIT_RANK if c in codes), ExitCode.OK)
 
+    def models(self) -> dict[str, str]:
+        """The model each role ran on across the batch (two, comma-separated, when its runs
+        differed: a run resumed from an earlier setting)."""
+        seen: dict[str, set[str]] = {}
+        for row in self.rows:
+            for role, model in row.models.items():
+                seen.setdefault(role, set()).add(model)
+        return {role: ", ".join(sorted(models)) for role, models in sorted(seen.items())}
+
     def totals(self) -> dict[str, Any]:
         count: dict[str, int] = {}
         for row in self.rows:
@@ -175,6 +187,7 @@ class Batch:
             "tokens": sum(r.tokens for r in self.rows),
             "cost_usd": str(sum((r.cost for r in self.rows), Decimal(0))),
             "cache_hits": sum(r.cache_hits for r in self.rows),
+            "models": self.models(),
             "exit_code": int(self.exit_code),
         }
 
