@@ -28,9 +28,11 @@ sample of ``--export-suggestions`` suggestions (drawn with ``--seed``), one JSON
 line: id, role, severity, rule, file, line, quote, message and three lines of context either
 side.
 
-``held-out-2`` (Matrix's spec proposals, TensorFlow's RFCs, Ethereum's EIPs) was exported so
-once the engine was frozen and judged by an independent reader: right, not-worth-it or wrong,
-kept in labels-held-out-2.toml as useful, noise and wrong.
+``held-out-2`` (Matrix's spec proposals, TensorFlow's RFCs, Ethereum's EIPs) and ``held-out-3``
+(PyTorch's RFCs, the WebAssembly component model's design documents, Lightning's BOLTs) were
+each exported so once the engine was frozen and judged by an independent reader: right,
+not-worth-it or wrong, kept in labels-held-out-2.toml and labels-held-out-3.toml as useful,
+noise and wrong.
 """
 
 from __future__ import annotations
@@ -62,9 +64,13 @@ from pipeline.formats.prose import parse_prose  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 REAL = ROOT / "tests" / "corpus" / "real"
-SETS = ("original", "tuning", "held-out", "held-out-2")
+SETS = ("original", "tuning", "held-out", "held-out-2", "held-out-3")
 DEFAULT_SETS = ("original", "tuning")
-LABEL_FILES = {"held-out": "labels-held-out.toml", "held-out-2": "labels-held-out-2.toml"}
+LABEL_FILES = {
+    "held-out": "labels-held-out.toml",
+    "held-out-2": "labels-held-out-2.toml",
+    "held-out-3": "labels-held-out-3.toml",
+}
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
 BLOCKING = ("blocker", "should-fix")
@@ -379,9 +385,10 @@ def import_labels(findings: Path, labels: Path, out: Path) -> int:
         for row in (json.loads(x) for x in findings.read_text(encoding="utf-8").splitlines() if x.strip())
     }
     judged = [json.loads(x) for x in labels.read_text(encoding="utf-8").splitlines() if x.strip()]
+    name = out.stem.removeprefix("labels-")
     blocks = [
-        "# Labels for the offline reviewers' findings on the SECOND HELD-OUT set of tests/corpus/real\n"
-        "# (bench/real_quality.py --set held-out-2), made once, on the engine frozen before any of\n"
+        f"# Labels for the offline reviewers' findings on the {name} set of tests/corpus/real\n"
+        f"# (bench/real_quality.py --set {name}), made once, on the engine frozen before any of\n"
         "# its findings on this set were looked at, by an independent reader who had not seen the\n"
         "# engine's code. The sample is every should-fix and a seeded sample of the suggestions\n"
         "# (bench/real_quality.py --export). The reader's labels right / not-worth-it / wrong are kept\n"

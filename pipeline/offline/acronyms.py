@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from pipeline.formats.prose import Block, ProseView
-from pipeline.offline.text import stem
+from pipeline.offline.text import stem, widely_known
 
 ACRONYM_RE = re.compile(r"(?<![\w\-$%{<@/\\.=&#*:])[A-Z][A-Z]+s?(?![\w\-}>(/\\=#]|\.\w|:\w)")
 CAPS_WORD_RE = re.compile(r"[A-Z]{2,}")
@@ -58,14 +58,20 @@ VALUE_NOUNS = (
     "event|events|verb|verbs|constant|constants|enum|value|values|level|levels"
 )
 NAMED_VALUE_AFTER_RE = re.compile(rf"^[`*_]*\s+(?:{VALUE_NOUNS})\b")
-NAMED_VALUE_BEFORE_RE = re.compile(rf"\b(?:{VALUE_NOUNS})\s+[`*_]*$", re.IGNORECASE)
+NAMED_VALUE_BEFORE_RE = re.compile(
+    rf"\b(?:(?:{VALUE_NOUNS})|(?:sends?|sent|sending|receives?|received|receiving|emits?|emitted)"
+    r"\s+(?:an?|the|its)\b)\s+[`*_]*$",
+    re.IGNORECASE,
+)
+"""A value's noun before the word ("state READY"), or a protocol verb and an article ("the
+backend sends a GOAWAY"): what is sent or received is a message, named as an identifier."""
 
 
 class Lexicon:
     """What a document says about its capitalised words, computed once per document."""
 
     def __init__(self, view: ProseView, known: frozenset[str], keywords: frozenset[str]) -> None:
-        self.known = known
+        self.known = known | widely_known()
         self.keywords = keywords
         self.lower_words = {
             w for b in view.blocks for w in re.findall(r"(?<![A-Za-z])[a-z][a-z]+(?![A-Za-z])", b.prose)

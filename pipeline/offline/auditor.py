@@ -219,6 +219,8 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                 # examples is a list written on one line, not a sentence the reader must hold.
                 listed = len(ENUMERATION_RE.findall(sentence)) >= 2 or len(inside) >= 3
                 severity = "suggestion" if listed else _severity(long_rule, count)
+                if severity != "suggestion" and _parses_in_parts(block, start, end):
+                    severity = _far_past(long_rule, count)
                 if severity == "suggestion":
                     if id(block) in run.sectioned:
                         groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
@@ -240,7 +242,42 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                 groups.add(passive_rule.id, section, Place(line, quote, "stacked passives"))
 
 
-def _walls(run: Pass, blocks: list[Block], rule: HouseRule | None) -> None:
+CLAUSE_BREAK_RE = re.compile(r";|—|\s(?:--|–|-)\s")
+"""A semicolon or a dash: a joint that splits a long sentence into clauses a reader takes in turn."""
+
+
+def _parses_in_parts(block: Block, start: int, end: int) -> bool:
+    """A long sentence a reader takes in parts: a semicolon or a dash splits it into
+    clauses, or a bold lead-in ("**Needless delays for users**: because ...") labels it."""
+    return bool(CLAUSE_BREAK_RE.search(block.prose, start, end)) or block.text[start:end].lstrip().startswith(
+        ("**", "__")
+    )
+
+
+def _far_past(rule: HouseRule, measure: float) -> Severity:
+    """The rule's severity when the measure is far past its hard limit (``hard_limit_far_past``
+    in params/offline.toml), else a suggestion."""
+    factor = lexicon().far_past.get(rule.id)
+    if factor is None or rule.hard_limit is None or measure >= factor * rule.hard_limit:
+        return _severity(rule, measure)
+    return "suggestion"
+
+
+def _reads_in_steps(block: Block, sentence_limit: float | None) -> bool:
+    """A paragraph whose sentences are each within the sentence limit, or each on a line of
+    its own: a reader takes it a sentence at a time."""
+    spans = sentence_spans(block.prose)
+    if sentence_limit is not None and all(
+        len(words_of(block.prose[a:b])) <= sentence_limit for a, b in spans
+    ):
+        return True
+    starts = set(block.starts)
+    return len(spans) > 1 and all(a in starts for a, _ in spans)
+
+
+def _walls(
+    run: Pass, blocks: list[Block], rule: HouseRule | None, sentence_limit: float | None = None
+) -> None:
     if rule is None or not rule.limit:
         return
     view, report, groups, owned = run.view, run.report, run.groups, run.mine
@@ -249,6 +286,8 @@ def _walls(run: Pass, blocks: list[Block], rule: HouseRule | None) -> None:
         if block.kind != "paragraph" or count <= rule.limit:
             continue
         severity = _severity(rule, count)
+        if severity != "suggestion" and _reads_in_steps(block, sentence_limit):
+            severity = _far_past(rule, count)
         quote = block.quote(0, len(block.text), 60)
         if severity == "suggestion":
             if id(block) in run.sectioned:
@@ -330,7 +369,8 @@ def audit(
     _term_rules(sections, active, groups, view)
     run = Pass(view, report, groups, {id(b) for b in mine}, {id(b) for b in sections})
     _sentence_rules(run, both, active)
-    _walls(run, both, active.get("hs-wall-of-text"))
+    sentence_rule = active.get("hs-sentence-length")
+    _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
     _dash_density(view, sections, active.get("hs-em-dash"), report)
     groups.report(active, report)
     found = report.findings()

@@ -143,6 +143,41 @@ def term_order(view: ProseView, report: Report) -> None:
             )
 
 
+FRONT_TITLE_RE = re.compile(r"^title:\s*(.+)$")
+
+
+def _title(view: ProseView) -> str:
+    """The document's title: its first-level heading, and the ``title:`` of its front matter
+    (an EIP carries its title there)."""
+    heading = next((h.text for h in view.headings if h.level == 1), "")
+    front = view.front_matter
+    lines = view.lines[front.start - 1 : front.end] if front is not None else []
+    found = (FRONT_TITLE_RE.match(line) for line in lines)
+    return "\n".join([heading, *(m.group(1) for m in found if m)])
+
+
+def _heading_uses(
+    block: Block,
+    here: set[str],
+    known: set[str],
+    defined_at: dict[str, int],
+    seen: set[str],
+    never: dict[str, list[acronyms.Use]],
+    lexicon_: acronyms.Lexicon,
+) -> None:
+    """An acronym a heading uses is used there: one the document never defines is reported
+    at the heading. One it defines later is not "defined only later" on the heading's
+    account (a heading names what its section goes on to define); its first prose use is."""
+    for use in acronyms.uses(block, lexicon_):
+        if use.token in never:
+            never[use.token].append(use)
+        if use.token in seen or use.token in known or use.token in here or use.linked:
+            continue
+        if use.token not in defined_at:
+            seen.add(use.token)
+            never[use.token] = [use]
+
+
 def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
     """Each acronym at its first use: defined there or earlier, later only, or never. One
     defined only later is a should-fix of its own (an order the author can fix); the ones
@@ -163,10 +198,13 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
             defined_at.setdefault(token, block.start)
     seen: set[str] = set()
     never: dict[str, list[acronyms.Use]] = {}
-    title = next((h.text for h in view.headings if h.level == 1), "")
+    title = _title(view)
     known_so_far: set[str] = acronyms.titled(title + "\n" + "\n".join(b.prose for b in view.blocks))
+    # The title names the document's subject: whoever opens it knows the title's acronyms.
+    known_so_far |= {acronyms.base(t) for t in acronyms.ACRONYM_RE.findall(title)}
     for block, here in zip(view.blocks, per_block, strict=True):
         if block.kind == "heading":
+            _heading_uses(block, here, known_so_far, defined_at, seen, never, lexicon_)
             known_so_far |= here
             continue
         for use in acronyms.uses(block, lexicon_):

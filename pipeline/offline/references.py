@@ -105,21 +105,36 @@ def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> 
     return subject
 
 
+FIGURE_RE = re.compile(r"^\s*(?:[-*+]\s+)?!\[|<(?:img|figure|picture|svg)\b", re.IGNORECASE)
+"""A line that shows a figure: a Markdown image, or an HTML image or figure."""
+
+
+def _shown_in_section(view: ProseView, index: int, block: Block) -> bool:
+    """Code, a table, a list or a figure follows the pointer's paragraph within its section
+    (before the next heading of any level): "the event as shown below", then two more
+    sentences of the paragraph, then the JSON of that event."""
+    heading = next((b.start for b in view.blocks[index + 1 :] if b.kind == "heading"), len(view.lines) + 1)
+    if any(block.end < region.start < heading for region in view.code):
+        return True
+    between = [b for b in view.blocks[index + 1 :] if b.start < heading]
+    if any(b.kind == "cell" or (b.in_list and not block.in_list) for b in between):
+        return True
+    return any(FIGURE_RE.search(line) for line in view.lines[block.end : heading - 1])
+
+
 def _introduces(view: ProseView, index: int, block: Block, match: re.Match[str]) -> bool:
-    """A "below" pointer in the last sentence of a paragraph that leads into its own
-    subsections (or its sibling subsections), a list, a table or code: what follows is what
-    it points at."""
-    if "below" not in match.group(0).lower() or block.in_list or block.kind != "paragraph":
+    """A "below" or "following" pointer whose paragraph is followed, within its section, by
+    code, a table, a list or a figure; or one in the last sentence of a paragraph that leads
+    into its own subsections (or its sibling subsections): what follows is what it points at."""
+    said = match.group(0).lower()
+    if not ("below" in said or "following" in said) or block.kind != "paragraph":
         return False
+    if _shown_in_section(view, index, block):
+        return True
     spans = sentence_spans(block.prose)
-    if not spans or match.start() < spans[-1][0]:
+    if block.in_list or not spans or match.start() < spans[-1][0]:
         return False
     following = next((b for b in view.blocks[index + 1 :] if not b.in_quote), None)
-    if any(
-        block.end < region.start and (following is None or region.start < following.start)
-        for region in view.code
-    ):
-        return True
     if following is None:
         return False
     if following.kind == "heading":

@@ -49,6 +49,7 @@ class Lexicon:
     file_extensions: frozenset[str]
     host_suffixes: frozenset[str]
     acronym_passing_uses: int
+    far_past: dict[str, float]
 
 
 @cache
@@ -75,7 +76,16 @@ def lexicon() -> Lexicon:
         file_extensions=frozenset(data["file_extensions"]),
         host_suffixes=frozenset(data["host_suffixes"]),
         acronym_passing_uses=int(data["acronym_passing_uses"]),
+        far_past={k: float(v) for k, v in data["hard_limit_far_past"].items()},
     )
+
+
+@cache
+def widely_known() -> frozenset[str]:
+    """Acronyms every reader of a software design is expected to know (params/acronyms.toml):
+    added to the known vocabulary by the offline engine, which has no knowledge of its own."""
+    data: dict[str, Any] = load_toml(data_dir("params") / "acronyms.toml")
+    return frozenset(data["widely_known"].split())
 
 
 def review_finding(
