@@ -431,15 +431,14 @@ def test_a_pointer_below_lands_on_the_code_later_in_its_section(tmp_path: Path) 
 def test_acronyms_every_reader_knows_and_protocol_messages_are_not_listed(tmp_path: Path) -> None:
     # GDPR and IRC (Matrix's media authentication), TPU, HDFS and GCS (TensorFlow's data
     # service), IETF (EIP-4844) are known to any reader of a software design (params/
-    # acronyms.toml); ETH is in EIP-1559's title; gRPC's health checking has the backend
-    # "sends a GOAWAY", an HTTP/2 frame. EIP-4844's BLS and STARK, which a reader from
-    # outside the field may not know, in a document that spells out its other acronyms, are
+    # acronyms.toml); gRPC's health checking has the backend "sends a GOAWAY", an HTTP/2
+    # frame. EIP-4844's BLS and STARK, which a reader from outside the field may not know, in
+    # a document that spells out its other acronyms, are
     # still listed.
     for doc, quiet in [
         ("matrix-msc3916-authentication-for-media.md", ["GDPR", "IRC"]),
         ("tensorflow-20200113-tf-data-service.md", ["TPU", "HDFS", "GCS"]),
         ("ethereum-eip-4844.md", ["IETF"]),
-        ("ethereum-eip-1559.md", ["ETH"]),
         ("grpc-a17-client-side-health-checking.md", ["GOAWAY"]),
     ]:
         found = review(repo(tmp_path / doc, doc), "comprehension-review")
@@ -448,6 +447,16 @@ def test_acronyms_every_reader_knows_and_protocol_messages_are_not_listed(tmp_pa
     assert [f.severity for f in found if "BLS (line 64)" in f.message and "STARK" in f.message] == [
         "suggestion"
     ]
+
+
+def test_the_acronyms_of_the_title_are_the_documents_subject() -> None:
+    body = "\n\n## Overview\n\n" + WBT + "The QZX bridge carries media.\n"
+    titled = [f for f in comprehension_of("# The QZX bridge" + body) if f.rule == "cr-term-order"]
+    untitled = [f for f in comprehension_of("# A bridge" + body) if f.rule == "cr-term-order"]
+    front = "---\ntitle: The QZX bridge\n---\n"
+    in_front_matter = [f for f in comprehension_of(front + "# A bridge" + body) if f.rule == "cr-term-order"]
+    assert not titled and not in_front_matter
+    assert [f.quote for f in untitled] == ["QZX"]
 
 
 def test_an_acronym_first_used_in_a_heading_is_reported_at_the_heading() -> None:
