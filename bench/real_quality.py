@@ -28,11 +28,11 @@ sample of ``--export-suggestions`` suggestions (drawn with ``--seed``), one JSON
 line: id, role, severity, rule, file, line, quote, message and three lines of context either
 side.
 
-``held-out-2`` (Matrix's spec proposals, TensorFlow's RFCs, Ethereum's EIPs) and ``held-out-3``
-(PyTorch's RFCs, the WebAssembly component model's design documents, Lightning's BOLTs) were
+``held-out-2`` (Matrix's spec proposals, TensorFlow's RFCs, Ethereum's EIPs), ``held-out-3``
+(PyTorch's RFCs, the WebAssembly component model's design documents, Lightning's BOLTs) and
+``held-out-4`` (Flux's RFCs, Ray's enhancement proposals, Dapr's proposals, TiKV's RFCs) were
 each exported so once the engine was frozen and judged by an independent reader: right,
-not-worth-it or wrong, kept in labels-held-out-2.toml and labels-held-out-3.toml as useful,
-noise and wrong.
+not-worth-it or wrong, kept in labels-held-out-N.toml as useful, noise and wrong.
 """
 
 from __future__ import annotations
@@ -64,12 +64,13 @@ from pipeline.formats.prose import parse_prose  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 REAL = ROOT / "tests" / "corpus" / "real"
-SETS = ("original", "tuning", "held-out", "held-out-2", "held-out-3")
+SETS = ("original", "tuning", "held-out", "held-out-2", "held-out-3", "held-out-4")
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
     "held-out": "labels-held-out.toml",
     "held-out-2": "labels-held-out-2.toml",
     "held-out-3": "labels-held-out-3.toml",
+    "held-out-4": "labels-held-out-4.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")

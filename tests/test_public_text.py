@@ -71,7 +71,11 @@ def test_a_run_of_capitalised_words_across_punctuation_defines_no_acronym() -> N
     assert "LSP" in acronyms.definitions("integration with the Language Server Protocol")
     # So an acronym used early and "spelled" by a later heading is never defined, not
     # "defined only later": a suggestion, not a should-fix.
-    text = "# T\n\n## Overview\n\nThe DI layer loads first.\n\n## Detailed Design: Interop\n\nIt loads.\n"
+    text = (
+        "# T\n\n## Overview\n\n"
+        + WBT
+        + "The DI layer loads first.\n\n## Detailed Design: Interop\n\nIt loads.\n"
+    )
     found = comprehension_of(text)
     assert [f.severity for f in found if f.rule == "cr-term-order"] == ["suggestion"]
 
@@ -303,20 +307,16 @@ def test_an_acronym_used_throughout_is_the_audiences_vocabulary_one_used_in_pass
     tmp_path: Path,
 ) -> None:
     # JNI on four lines of Bazel's WebAssembly design, CRD on two of a Kubernetes KEP: the
-    # writer's working vocabulary. OpenTelemetry's protocol OTEP writes "Unary PRC" once (a
-    # typo for RPC), .NET's version selection "CLU argument" once (for CLI): both are listed.
+    # writer's working vocabulary. .NET's version selection, which spells out its other
+    # acronyms, writes "CLU argument" once (for CLI): it is listed.
     for doc, quiet in [
         ("bazel-2025-03-07-wasm-repository-rules.md", "JNI"),
         ("k8s-kep-3716-admission-webhook-match-conditions.md", "CRD"),
     ]:
         found = review(repo(tmp_path / quiet, doc), "comprehension-review")
         assert not [f for f in found if quiet in f.message], doc
-    for doc, listed in [
-        ("otel-otep-0035-opentelemetry-protocol.md", "PRC (line 265)"),
-        ("dotnet-2022-version-selection.md", "CLU (line 397)"),
-    ]:
-        found = review(repo(tmp_path / listed[:3], doc), "comprehension-review")
-        assert [f.severity for f in found if listed in f.message] == ["suggestion"], doc
+    found = review(repo(tmp_path / "CLU", "dotnet-2022-version-selection.md"), "comprehension-review")
+    assert [f.severity for f in found if "CLU (line 397)" in f.message] == ["suggestion"]
 
 
 # The fidelity check on names that are not code symbols ----------------------------------------
@@ -432,7 +432,8 @@ def test_acronyms_every_reader_knows_and_protocol_messages_are_not_listed(tmp_pa
     # GDPR and IRC (Matrix's media authentication), TPU, HDFS and GCS (TensorFlow's data
     # service), IETF (EIP-4844) are known to any reader of a software design (params/
     # acronyms.toml); gRPC's health checking has the backend "sends a GOAWAY", an HTTP/2
-    # frame. Electron's GBM and EGL, graphics jargon an app developer may not know, are
+    # frame. EIP-4844's BLS and STARK, which a reader from outside the field may not know, in
+    # a document that spells out its other acronyms, are
     # still listed.
     for doc, quiet in [
         ("matrix-msc3916-authentication-for-media.md", ["GDPR", "IRC"]),
@@ -442,14 +443,14 @@ def test_acronyms_every_reader_knows_and_protocol_messages_are_not_listed(tmp_pa
     ]:
         found = review(repo(tmp_path / doc, doc), "comprehension-review")
         assert not [f for f in found if any(re.search(rf"\b{a}\b", f.message) for a in quiet)], doc
-    found = review(repo(tmp_path / "electron", "electron-0017-shared-texture.md"), "comprehension-review")
-    assert [f.severity for f in found if "GBM (line 130)" in f.message and "EGL" in f.message] == [
+    found = review(repo(tmp_path / "eip", "ethereum-eip-4844.md"), "comprehension-review")
+    assert [f.severity for f in found if "BLS (line 64)" in f.message and "STARK" in f.message] == [
         "suggestion"
     ]
 
 
 def test_the_acronyms_of_the_title_are_the_documents_subject() -> None:
-    body = "\n\n## Overview\n\nThe QZX bridge carries media.\n"
+    body = "\n\n## Overview\n\n" + WBT + "The QZX bridge carries media.\n"
     titled = [f for f in comprehension_of("# The QZX bridge" + body) if f.rule == "cr-term-order"]
     untitled = [f for f in comprehension_of("# A bridge" + body) if f.rule == "cr-term-order"]
     front = "---\ntitle: The QZX bridge\n---\n"
@@ -459,9 +460,118 @@ def test_the_acronyms_of_the_title_are_the_documents_subject() -> None:
 
 
 def test_an_acronym_first_used_in_a_heading_is_reported_at_the_heading() -> None:
-    only_heading = "# T\n\n## Overview\n\nText.\n\n## The QZX bridge\n\nIt carries media.\n"
+    only_heading = "# T\n\n## Overview\n\n" + WBT + "\n\n## The QZX bridge\n\nIt carries media.\n"
     found = [f for f in comprehension_of(only_heading) if f.rule == "cr-term-order"]
     assert [(f.line, f.quote) for f in found] == [(7, "QZX")]
     # A heading names what its section goes on to define: not "defined only later".
     defined = "# T\n\n## Overview\n\nText.\n\n## QZX\n\nThe Quiet Zone Exchange (QZX) carries media.\n"
     assert not [f for f in comprehension_of(defined) if f.rule == "cr-term-order"]
+
+
+# Classes a third held-out set showed (PyTorch's RFCs, the WebAssembly component model, Lightning's BOLTs)
+
+
+def _corpus(doc: str) -> list[Finding]:
+    return comprehension_of((REAL / doc).read_text(encoding="utf-8"))
+
+
+def test_an_overview_is_found_at_any_heading_level_or_in_an_opening_that_states_its_scope() -> None:
+    # Lightning's route blinding BOLT keeps "### Introduction" and "### Overview" under
+    # "## Proposal"; the component model's use cases open their first section with "This
+    # section describes a collection of use cases ...". Both have an overview.
+    for doc in ("lightning-bolts-route-blinding.md", "wasm-component-model-use-cases.md"):
+        assert not [f for f in _corpus(doc) if f.rule == "cr-no-overview"], doc
+    nested = "# T\n\n## Proposal\n\n### Overview\n\nThe relay hides the route.\n"
+    assert not [f for f in comprehension_of(nested) if f.rule == "cr-no-overview"]
+    opening = "# T\n\n## Use cases\n\nThis section describes the hosts that embed it.\n"
+    assert not [f for f in comprehension_of(opening) if f.rule == "cr-no-overview"]
+    # An opening that does not say what the text covers, under a heading that is no
+    # overview, is no overview.
+    bare = "# T\n\n## Use cases\n\nHosts embed it.\n\n## Hosts\n\nThey run it.\n"
+    assert [f.line for f in comprehension_of(bare) if f.rule == "cr-no-overview"] == [1]
+
+
+def test_a_terms_first_use_that_defines_it_is_its_definition() -> None:
+    # PyTorch's InferenceMode RFC: "`InferenceMode` is an RAII guard ..." (line 3) and tensors
+    # "marked as **inference tensors**" (line 70) define the terms where the text first uses
+    # them; "**Inference mode** is defined to be ..." (line 180) and "An **inference tensor**
+    # is ..." (line 194) are the more formal definitions that follow.
+    found = [f for f in _corpus("pytorch-rfc-0011-inferencemode.md") if f.rule == "cr-term-order"]
+    assert not [f for f in found if f.quote and "inference" in f.quote.lower()], found
+    head = "# T\n\n## Overview\n\nIt runs.\n\n## Design\n\n"
+    later = "\n\n## Terms\n\n**Shadow page** is a copy kept for the reader.\n"
+    for first in (
+        "Writes go to a **shadow\npage** first, then the log.",  # bold, wrapped over two lines
+        "Writes go to a so-called shadow page first, then the log.",  # a gloss
+        "`ShadowPage` is a copy kept for the reader; each shadow page holds one write.",  # its code name
+        "A shadow page is a copy kept for the reader.",  # a plain definition
+    ):
+        assert not [f for f in comprehension_of(head + first + later) if f.rule == "cr-term-order"], first
+    # A use that defines nothing is still used before its definition.
+    undefined = comprehension_of(head + "Writes go to a shadow page first, then the log." + later)
+    assert [(f.rule, f.line, f.severity) for f in undefined] == [("cr-term-order", 9, "should-fix")]
+
+
+WBT = "The Wide Bridge Table (WBT) holds them. "
+
+
+def test_acronyms_are_listed_only_where_the_document_defines_acronyms() -> None:
+    # PyTorch's conda RFC (XLA, AMD, DIY), its quantization RFC (NVIDIA), its CI relay RFC
+    # (PAT), Lightning's BOLT 11 (QR, USD) and route blinding (PTLC, BFS), the component
+    # model's dynamic linking (WAST): documents that spell out no acronym write for readers
+    # who know them, and list none.
+    for doc in (
+        "pytorch-rfc-0006-conda-distribution.md",
+        "pytorch-rfc-0019-extending-pytorch-quantization-to-custom-backends.md",
+        "pytorch-rfc-0050-cross-repository-ci-relay-for-pytorch-out-of-tree-backends.md",
+        "lightning-bolt-11-payment-encoding.md",
+        "lightning-bolts-route-blinding.md",
+        "wasm-component-model-shared-everything-dynamic-linking.md",
+    ):
+        assert not [f for f in _corpus(doc) if "never defined" in f.message], doc
+    # Where the document's own convention is to define its acronyms, the one it leaves
+    # undefined is listed.
+    text = "# T\n\n## Overview\n\n" + WBT + "The QZX bridge carries media.\n"
+    assert [f.message for f in comprehension_of(text) if f.rule == "cr-term-order"] == [
+        "1 acronym is never defined: QZX (line 5)"
+    ]
+    assert not [f for f in comprehension_of(text.replace(WBT, "")) if f.rule == "cr-term-order"]
+
+
+def test_an_acronym_before_a_level_is_a_use() -> None:
+    # The component model's linking document: "the WAT level" on lines 78 and 84, "In WAT" on
+    # line 107. WAT is used on three lines, the audience's vocabulary, not one used in passing.
+    found = _corpus("wasm-component-model-linking.md")
+    assert not [f for f in found if "WAT" in f.message]
+    text = "# T\n\n## Overview\n\n" + WBT + "At the QZX level it runs.\n\nIn QZX it stops.\n"
+    assert [f.message for f in comprehension_of(text) if f.rule == "cr-term-order"] == []
+
+
+def test_digit_groups_and_dotted_names_are_not_repeated_words(tmp_path: Path) -> None:
+    # Lightning's route blinding: "send 100 000 msat" (line 302); PyTorch's operator versioning:
+    # "Each torch.package package contains ..." (line 102). A real repeat is still reported.
+    found = review(repo(tmp_path / "rb", "lightning-bolts-route-blinding.md"), "readability-auditor")
+    assert not [f for f in found if f.rule.endswith("lexical_illusions")]
+    found = review(
+        repo(tmp_path / "ov", "pytorch-rfc-0017-pytorch-operator-versioning.md"), "readability-auditor"
+    )
+    assert not [f for f in found if f.rule.endswith("lexical_illusions")]
+    found = review(repo(tmp_path / "t", "pytorch-rfc-0032-numpy-support-in-dynamo.md"), "readability-auditor")
+    assert [f.quote for f in found if f.rule.endswith("lexical_illusions")] == ["for for"]
+
+
+def test_quoted_names_separated_by_commas_are_a_list_and_bracketed_asides_are_structure(
+    tmp_path: Path,
+) -> None:
+    # PyTorch's lightweight dispatch RFC: an appendix listing quoted IValue type names (line
+    # 291) is no sentence; its thesis sentence (line 8, 61 words) sets two asides apart in
+    # brackets and reads in one pass. The component model's concurrency document: 61 words
+    # around three short asides (line 579) read in one pass too; 82 words with 68 of them
+    # outside its asides (line 529), and 76 whose asides leave 49 in stacked conditions (line
+    # 1447), still block.
+    found = review(repo(tmp_path / "ld", "pytorch-rfc-0020-lightweight-dispatch.md"), "readability-auditor")
+    assert not {f.line for f in found if f.severity == "should-fix"} & {8, 291}
+    found = review(repo(tmp_path / "cc", "wasm-component-model-concurrency.md"), "readability-auditor")
+    blocking = {f.line for f in found if f.rule == "hs-sentence-length" and f.severity == "should-fix"}
+    assert 579 not in blocking
+    assert {529, 1447} <= blocking

@@ -55,7 +55,7 @@ def _word_re(token: str) -> re.Pattern[str]:
 
 VALUE_NOUNS = (
     "frame|frames|state|states|status|bit|bits|flag|flags|opcode|opcodes|signal|signals|mode|modes|"
-    "event|events|verb|verbs|constant|constants|enum|value|values|level|levels"
+    "event|events|verb|verbs|constant|constants|enum|value|values"
 )
 NAMED_VALUE_AFTER_RE = re.compile(rf"^[`*_]*\s+(?:{VALUE_NOUNS})\b")
 NAMED_VALUE_BEFORE_RE = re.compile(

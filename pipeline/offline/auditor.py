@@ -18,7 +18,7 @@ from typing import Any
 from pipeline.checks.table import SEVERITIES
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.findings import Finding, Severity
-from pipeline.formats.prose import Block, ProseView, parse_prose, words_of
+from pipeline.formats.prose import MASK, Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import prose_lint, wording
@@ -212,6 +212,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
             # Link texts (a run of linked examples) are not words the reader must hold.
             inside = [(a, b) for a, b, _ in block.links if start <= a and b <= end]
             count = len(words_of(sentence)) - sum(len(words_of(block.prose[a:b])) for a, b in inside)
+            count -= sum(len(words_of(m.group(0))) for m in QUOTED_LIST_RE.finditer(sentence))
             line = block.line_at(start)
             quote = block.quote(start, end, 80)
             if long_rule and long_rule.limit and count > long_rule.limit:
@@ -219,7 +220,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                 # examples is a list written on one line, not a sentence the reader must hold.
                 listed = len(ENUMERATION_RE.findall(sentence)) >= 2 or len(inside) >= 3
                 severity = "suggestion" if listed else _severity(long_rule, count)
-                if severity != "suggestion" and _parses_in_parts(block, start, end):
+                if severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit):
                     severity = _far_past(long_rule, count)
                 if severity == "suggestion":
                     if id(block) in run.sectioned:
@@ -246,11 +247,34 @@ CLAUSE_BREAK_RE = re.compile(r";|—|\s(?:--|–|-)\s")
 """A semicolon or a dash: a joint that splits a long sentence into clauses a reader takes in turn."""
 
 
-def _parses_in_parts(block: Block, start: int, end: int) -> bool:
+ASIDE_RE = re.compile(r"\([^()]*\)")
+"""A bracketed aside: the reader sets it apart and follows the sentence around it."""
+ITEM = r"(?:[\"“‘'][^\"”’'\n]{1,40}[\"”’']|" + MASK + "+)"
+QUOTED_LIST_RE = re.compile(rf"{ITEM}(?:\s*,\s*{ITEM}){{2,}}\s*,?")
+"""A run of three or more quoted items or code spans separated by commas: an enumeration,
+not words of a sentence."""
+
+
+def _parses_in_parts(block: Block, start: int, end: int, limit: float | None = None) -> bool:
     """A long sentence a reader takes in parts: a semicolon or a dash splits it into
-    clauses, or a bold lead-in ("**Needless delays for users**: because ...") labels it."""
-    return bool(CLAUSE_BREAK_RE.search(block.prose, start, end)) or block.text[start:end].lstrip().startswith(
+    clauses, a bold lead-in ("**Needless delays for users**: because ...") labels it, or
+    bracketed asides do: what is left with the asides set apart, and each aside, reads as a
+    sentence within the limit (an aside as long as a sentence is no aside)."""
+    if CLAUSE_BREAK_RE.search(block.prose, start, end) or block.text[start:end].lstrip().startswith(
         ("**", "__")
+    ):
+        return True
+    sentence = block.prose[start:end]
+    for a, b, _ in block.links:
+        if start <= a and b <= end:  # link texts are not words the reader must hold
+            sentence = sentence[: a - start] + " " * (b - a) + sentence[b - start :]
+    asides = ASIDE_RE.findall(sentence)
+    main = len(words_of(ASIDE_RE.sub(" ", sentence)))
+    return (
+        bool(asides)
+        and limit is not None
+        and main <= limit
+        and all(len(words_of(aside)) <= limit for aside in asides)
     )
 
 

@@ -36,7 +36,8 @@ from pipeline.offline.text import (
     term_pattern,
 )
 
-BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:\n]{2,60}?)(?P<colon>:?)\*\*")
+BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:]{2,60}?)(?P<colon>:?)\*\*")
+"""A bold span, wrapped over lines or not."""
 DEFINES_RE = re.compile(r"^\s*(?::|—|–|-\s)|^\s+(?:is|are|means|refers\s+to|denotes)\s", re.IGNORECASE)
 TLDR_PREFIX = "**TL;DR:**"
 
@@ -56,7 +57,7 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
     plain = {w for b in view.blocks for w in re.findall(r"(?<![A-Za-z])[a-z][a-z-]+(?![A-Za-z])", b.prose)}
     for block in view.paragraphs():
         for match in BOLD_TERM_RE.finditer(block.text):
-            term = match.group("term").strip()
+            term = " ".join(match.group("term").split())
             if not term or term.endswith((".", ",", ";", "!", "?")) or len(term.split()) > 4:
                 continue
             after = block.text[match.end() : match.end() + 20]
@@ -101,13 +102,57 @@ EXPLAINED_RE = re.compile(
 )
 
 
+GLOSS_RE = r"(?:(?:so[ -])?called|known\s+as|termed|dubbed)\s+[\"“‘'*_]*(?P<term>{terms})s?(?![A-Za-z])"
+"""A gloss that names a term where the text first describes it: (so) called "X", known as X."""
+
+
+def _code_name(term: str) -> str:
+    """A term's spelling as a code name: "inference mode" -> InferenceMode."""
+    return "".join(w[:1].upper() + w[1:] for w in term.split())
+
+
+def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
+    """Where the text first defines each term, whatever more formal definition follows: a
+    plain sentence ("A preload realm is an isolated ..."), the term set in bold in a sentence
+    that introduces it ("are marked as **inference tensors**"), a gloss (so called "X"), or
+    its code name defined ("`InferenceMode` is an RAII guard ..." for inference mode)."""
+    found = plain_definitions(view, terms)
+    if not terms:
+        return found
+    alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in sorted(terms, key=len, reverse=True))
+    gloss = re.compile(GLOSS_RE.format(terms=alternatives), re.IGNORECASE)
+    bold = re.compile(rf"\*\*\s*(?P<term>{alternatives})s?\s*\*\*", re.IGNORECASE)
+    names = {_code_name(t): t for t in terms if len(t.split()) > 1}
+    coded = (
+        re.compile(
+            r"`(?P<name>" + "|".join(map(re.escape, names)) + r")`\s+(?:is|are|means)\s+(?:an?|the|one)\s"
+        )
+        if names
+        else None
+    )
+
+    def note(term: str, line: int) -> None:
+        term = " ".join(term.lower().split())
+        if term in terms and line < found.get(term, line + 1):
+            found[term] = line
+
+    for block in view.paragraphs():
+        for pattern in (gloss, bold):
+            for match in pattern.finditer(block.text):
+                note(match.group("term"), block.line_at(match.start()))
+        for match in coded.finditer(block.text) if coded else ():
+            note(names[match.group("name")], block.line_at(match.start()))
+    return found
+
+
 def term_order(view: ProseView, report: Report) -> None:
     """Bold-defined terms used before their definition (outside the overview): one pass with
-    one pattern for every term."""
+    one pattern for every term. A term's first definition is its definition, the first place
+    the text defines it in any way (first_definitions); a later, more formal one restates it."""
     defs = definitions(view)
     if not defs:
         return
-    for term, line in plain_definitions(view, list(defs)).items():
+    for term, line in first_definitions(view, list(defs)).items():
         if line < defs[term][0]:
             defs[term] = (line, next(b for b in view.blocks if b.start <= line <= b.end))
     overview = {n.lower() for n in lexicon().overview_names}
@@ -234,9 +279,12 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
     # vocabulary, which the writer expects every reader to hold (CRD in a KEP, JNI in a JVM
     # build tool's design); one used once in passing is where a reader from outside the
     # field stops (and where a typo hides: "Unary PRC", "CLU argument").
+    # And a document that spells out none of its acronyms writes for readers who know them:
+    # the list is worth its author's time where the document's own convention is to define
+    # them (it defines others) and it leaves some undefined.
     most = lexicon().acronym_passing_uses
     never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
-    if never:
+    if never and defined_at:
         first = next(iter(never.values()))[0]
         listed = ", ".join(
             f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
@@ -308,12 +356,31 @@ def decision_shaped(doc: DesignDoc, view: ProseView, report: Report) -> None:
                 )
 
 
+SCOPE_RE = re.compile(
+    r"^\s*This\s+(?:document|section|page|proposal|RFC|specification|spec|design|chapter)\s+"
+    r"(?:describes|covers|defines|proposes|specifies|outlines|explains|presents|lists|collects|introduces)\b"
+)
+"""An opening sentence that says what the text covers."""
+
+
 def has_overview(doc: DesignDoc, view: ProseView) -> bool:
+    """An Overview (or one of its kin) at any heading level, a preface before the first
+    section, or an opening paragraph, straight under the first heading, that says what the
+    document covers ("This section describes a collection of use cases ...")."""
     names = {n.lower() for n in lexicon().overview_names}
-    if any(s.name.lower().rstrip(":") in names for s in doc.sections):
+    if any(h.text.lower().rstrip(":") in names for h in view.headings):
         return True
     first = next((s.start for s in doc.sections if s.level == 2), len(view.lines) + 1)
-    return any(b.kind == "paragraph" and b.start < first for b in view.blocks)
+    if any(b.kind == "paragraph" and b.start < first for b in view.blocks):
+        return True
+    opening = next((b for b in view.blocks if b.kind != "heading" and b.start > first), None)
+    between = [h for h in view.headings if first < h.line < (opening.start if opening else 0)]
+    return (
+        opening is not None
+        and opening.kind == "paragraph"
+        and not between
+        and bool(SCOPE_RE.match(opening.prose))
+    )
 
 
 def review(doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]) -> list[Finding]:

@@ -10,6 +10,7 @@ blanked, so offsets map back to an exact line and column.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from pipeline.formats.findings import Finding
@@ -36,6 +37,18 @@ def _wanted(path: str) -> bool:
     return any(path == p or path.startswith(p + ".") for p in lexicon().proselint_checks)
 
 
+DIGITS_RE = re.compile(r"[\d\s]+")
+
+
+def _not_a_repeat(path: str, text: str, start: int, end: int) -> bool:
+    """A "repeated word" that is not one: a group of digits ("100 000 msat"), or a first word
+    that is the tail of a dotted or code name ("Each torch.package package")."""
+    if not path.endswith("lexical_illusions"):
+        return False
+    before = text[start - 1] if start > 0 else " "
+    return bool(DIGITS_RE.fullmatch(text[start:end])) or before.isalnum() or before in "._/:-"
+
+
 def lint(view: ProseView, blocks: list[Block]) -> list[Finding]:
     if not _ready():
         return []
@@ -56,7 +69,7 @@ def lint(view: ProseView, blocks: list[Block]) -> list[Finding]:
             if start < 0 or end > len(text) or BLANK in text[start:end]:
                 continue
             quote = block.quote(start, end)
-            if not quote.strip():
+            if not quote.strip() or _not_a_repeat(check.check_path, text, start, end):
                 continue
             line = block.line_at(start + len(block.text[start:end]) - len(block.text[start:end].lstrip()))
             fix = f"consider '{check.replacements}'" if check.replacements else check.message
