@@ -371,8 +371,10 @@ def test_identical_requests_of_two_runs_in_one_process_are_asked_once(tmp_path: 
         first = asyncio.ensure_future(runs[0].request(messages, None, ModelRequestParameters()))
         await entered.wait()
         second = asyncio.ensure_future(runs[1].request(messages, None, ModelRequestParameters()))
-        for _ in range(3):
+        for _ in range(3):  # with the registry, the second waits on the first's answer
             await asyncio.sleep(0)
+        while not shared and len(calls) < 2:  # without, it reads the cache (in a thread),
+            await asyncio.sleep(0.001)  # misses and asks: the evidence is its call
         release.set()
         await asyncio.gather(first, second)
         return len(calls)
