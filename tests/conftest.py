@@ -3,7 +3,7 @@ from __future__ import annotations
 import io
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,10 @@ class CliResult:
     err: str
 
 
-def run_cli(args: list[str]) -> CliResult:
+def run_cli(args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None) -> CliResult:
+    """``designloop ARGS`` in this process (no interpreter start, no imports again), in ``cwd``
+    when given, with ``env`` set over the environment for the call (None unsets a variable).
+    A test that needs a real process (a kill, a second lock holder, a pipe) starts one."""
     from pipeline.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -37,7 +40,14 @@ def run_cli(args: list[str]) -> CliResult:
     sys.argv = ["designloop", *args]
     code = 0
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+            if cwd is not None:
+                patch.chdir(cwd)
+            for name, value in (env or {}).items():
+                if value is None:
+                    patch.delenv(name, raising=False)
+                else:
+                    patch.setenv(name, value)
             main()
     except SystemExit as exc:
         code = int(exc.code or 0)
