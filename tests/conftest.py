@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
@@ -29,7 +30,9 @@ class CliResult:
     err: str
 
 
-def run_cli(args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None) -> CliResult:
+def run_cli(
+    args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+) -> CliResult:
     """``designloop ARGS`` in this process (no interpreter start, no imports again), in ``cwd``
     when given, with ``env`` set over the environment for the call (None unsets a variable).
     A test that needs a real process (a kill, a second lock holder, a pipe) starts one."""
@@ -54,6 +57,14 @@ def run_cli(args: list[str], cwd: Path | None = None, env: Mapping[str, str | No
     finally:
         sys.argv = old
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def cli_done(
+    args: list[str], cwd: Path, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``run_cli`` with its result shaped as a finished ``designloop ARGS`` process's."""
+    done = run_cli(args, cwd, env)
+    return subprocess.CompletedProcess(["designloop", *args], done.code, done.out, done.err)
 
 
 @pytest.fixture
