@@ -115,3 +115,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # The slow tests first (a stable sort: each file's order is kept within each part): under
+    # pytest-xdist the long ones start early, and the short ones fill in around them at the end
+    # instead of one worker running a long test alone while the others wait.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
