@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,11 @@ def run_cli(
     code = 0
     try:
         with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+            # The click tree is built from the typer app alone (no setting, directory or flag
+            # goes into it), once per designloop process; here once per test process too.
+            import pipeline.cli.app
+
+            patch.setattr(pipeline.cli.app, "command_tree", _built_once(pipeline.cli.app.command_tree))
             if cwd is not None:
                 patch.chdir(cwd)
             for name, value in (env or {}).items():
@@ -57,6 +63,20 @@ def run_cli(
     finally:
         sys.argv = old
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+_TREE: list[Any] = []
+
+
+def _built_once(build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` (the CLI's command_tree), called the first time only."""
+
+    def tree() -> Any:
+        if not _TREE:
+            _TREE.append(build())
+        return _TREE[0]
+
+    return tree
 
 
 def cli_done(
