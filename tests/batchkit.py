@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit import make_repo
+from conftest import run_cli
 
 from pipeline.agents.session import SessionOptions
 from pipeline.fleet.batch import Batch, BatchOptions, BatchRunner
@@ -93,12 +94,7 @@ class HeldLock:
 
 
 def cli_json(args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args, "--json"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.stdout, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    """``designloop ARGS --json`` in ``cwd`` (in this process): its exit code and its object."""
+    done = run_cli([*args, "--json"], cwd)
+    assert done.out, done.err
+    return done.code, json.loads(done.out)

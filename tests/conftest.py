@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import io
 import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +31,12 @@ class CliResult:
     err: str
 
 
-def run_cli(args: list[str]) -> CliResult:
+def run_cli(
+    args: list[str], cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+) -> CliResult:
+    """``designloop ARGS`` in this process (no interpreter start, no imports again), in ``cwd``
+    when given, with ``env`` set over the environment for the call (None unsets a variable).
+    A test that needs a real process (a kill, a second lock holder, a pipe) starts one."""
     from pipeline.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -37,13 +44,47 @@ def run_cli(args: list[str]) -> CliResult:
     sys.argv = ["designloop", *args]
     code = 0
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+            # The click tree is built from the typer app alone (no setting, directory or flag
+            # goes into it), once per designloop process; here once per test process too.
+            import pipeline.cli.app
+
+            patch.setattr(pipeline.cli.app, "command_tree", _built_once(pipeline.cli.app.command_tree))
+            if cwd is not None:
+                patch.chdir(cwd)
+            for name, value in (env or {}).items():
+                if value is None:
+                    patch.delenv(name, raising=False)
+                else:
+                    patch.setenv(name, value)
             main()
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
         sys.argv = old
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+_TREE: list[Any] = []
+
+
+def _built_once(build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` (the CLI's command_tree), called the first time only."""
+
+    def tree() -> Any:
+        if not _TREE:
+            _TREE.append(build())
+        return _TREE[0]
+
+    return tree
+
+
+def cli_done(
+    args: list[str], cwd: Path, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``run_cli`` with its result shaped as a finished ``designloop ARGS`` process's."""
+    done = run_cli(args, cwd, env)
+    return subprocess.CompletedProcess(["designloop", *args], done.code, done.out, done.err)
 
 
 @pytest.fixture
@@ -94,3 +135,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # The slow tests first (a stable sort: each file's order is kept within each part): under
+    # pytest-xdist the long ones start early, and the short ones fill in around them at the end
+    # instead of one worker running a long test alone while the others wait.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -196,13 +196,8 @@ def test_the_batch_report_has_one_row_per_directory_linking_each_run(tmp_path: P
     (repo / "docs" / "adr" / "b" / "_workflow" / "research-log.md").write_bytes(b"\xff")
     code, out = cli_json(["batch", "create", "docs/adr/*", "--no-warmup"], repo)
     assert code == ExitCode.BAD_INPUT
-    import subprocess
-    import sys
-
-    made = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "report", "--batch"], cwd=repo, capture_output=True, text=True
-    )
-    assert made.returncode == 0, made.stderr
+    made = run_cli(["report", "--batch"], repo)
+    assert made.code == 0, made.err
     page = repo / "runs" / "batches" / out["batch_id"] / "report.html"
     text = page.read_text()
     run_a = out["directories"][0]["run_id"]

@@ -6,8 +6,6 @@ cannot be written are bad input before anything runs or is written."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -193,12 +191,9 @@ def test_batch_wide_bad_flags_write_nothing_and_name_the_flag(tmp_path: Path) ->
         (["--sarif", str(repo)], "--sarif names a directory"),
         (["--sarif", str(tmp_path / "missing" / "x.sarif")], "does not exist"),
     ):
-        result = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *batch, *args, "--json"],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert result.returncode == ExitCode.BAD_INPUT, (args, result.stderr)
-        assert named in result.stderr, (args, result.stderr)
+        result = run_cli([*batch, *args, "--json"], repo)
+        assert result.code == ExitCode.BAD_INPUT, (args, result.err)
+        assert named in result.err, (args, result.err)
         assert not (repo / "runs").exists(), args  # no checkpoint store, no batch record
         assert not (tmp_path / "missing").exists()
     assert entries(repo, "a") == [] and entries(repo, "b") == []

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from agentkit import make_repo
-from conftest import ROOT, run_cli
+from conftest import ROOT, cli_done, run_cli
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -31,6 +31,12 @@ def designloop(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedPr
         timeout=300,
         env=base | env,
     )
+
+
+def in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """designloop in this process, its output captured (never a terminal), with no colour
+    setting from the environment: where the output's content is tested, not the pipe."""
+    return cli_done(args, cwd, {"FORCE_COLOR": None, "NO_COLOR": None, "TTY_COMPATIBLE": None})
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -86,7 +92,7 @@ def test_a_created_file_diffs_from_dev_null_and_a_missing_last_newline_is_said()
 @pytest.mark.slow
 def test_json_names_each_roles_model_and_carries_a_schema_version(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
-    result = designloop([*EDIT, "--json"], d.repo_root)
+    result = in_process([*EDIT, "--json"], d.repo_root)
     data = json.loads(result.stdout)
     assert data["schema_version"] == 1
     assert data["models"] and set(data["models"].values()) == {"offline"}
@@ -97,12 +103,12 @@ def test_json_names_each_roles_model_and_carries_a_schema_version(tmp_path: Path
 @pytest.mark.slow
 def test_quiet_prints_the_outcome_alone_and_no_diff_leaves_the_diff_out(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
-    quiet = designloop([*EDIT, "-q"], d.repo_root)
+    quiet = in_process([*EDIT, "-q"], d.repo_root)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stdout.count("\n") == 1 and quiet.stdout.startswith("run ") and ": PASS" in quiet.stdout
     assert quiet.stderr == ""
     again = [*EDIT[:-4], "--old", "An allowed request,", "--new", "A request let through,", "--no-diff", "-v"]
-    shown = designloop(again, d.repo_root)
+    shown = in_process(again, d.repo_root)
     assert shown.returncode == 0, shown.stderr
     assert "## Review log" in shown.stdout and "## Diff" not in shown.stdout and "@@" not in shown.stdout
     # --verbose: each step a line on stderr as it happened, in plain words.
@@ -595,9 +601,9 @@ def test_batch_sarif_points_at_the_file_really_at_fault(tmp_path: Path) -> None:
 def test_the_html_report_leads_with_the_findings_and_colours_the_diff(tmp_path: Path) -> None:
     d = make_repo(tmp_path)
     runs = tmp_path / "runs"
-    edited = designloop([*EDIT, "--runs-dir", str(runs), "--json"], d.repo_root)
+    edited = in_process([*EDIT, "--runs-dir", str(runs), "--json"], d.repo_root)
     run_id = json.loads(edited.stdout)["run_id"]
-    made = designloop(["report", run_id, "--runs-dir", str(runs)], d.repo_root)
+    made = in_process(["report", run_id, "--runs-dir", str(runs)], d.repo_root)
     assert made.returncode == 0, made.stderr
     page = (runs / run_id / "report.html").read_text()
     head, rest = page.split("<h2>Findings that remain</h2>", 1)

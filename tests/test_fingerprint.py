@@ -10,15 +10,13 @@ import json
 import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentkit import make_repo
 from batchkit import batch_repo, cli_json
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 from pipeline.agents.psi import build_index
 from pipeline.agents.session import SessionOptions, open_session, servers
@@ -53,11 +51,8 @@ def test_a_deleted_hidden_file_the_design_names_is_not_a_stale_skip(tmp_path: Pa
     track.write_text(track.read_text() + EPISODE)
     hidden = repo / "ratelimit" / ".env.example"
     hidden.write_text("REDIS_URL=redis://localhost:6379/0\n")
-    created = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "create", directory, "--json"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
+    created = run_cli(["create", directory, "--json"], repo)
+    assert created.code == 0, created.err
     code, first = cli_json(["batch", "final", "docs/adr/*", "--no-warmup"], repo)
     assert (code, rows(first)) == (0, [("new", "PASS", [])])
     hidden.unlink()  # the file the design names is gone
@@ -154,11 +149,8 @@ def test_the_batchs_own_sarif_and_report_never_make_it_run_again(tmp_path: Path)
     batch = ["batch", "create", "docs/adr/*", "--no-warmup"]
     code, first = cli_json([*batch, "--sarif", "designloop.sarif"], repo)
     assert (code, rows(first)) == (0, [("new", "PASS", [])])
-    report = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "report", "--batch", "--out", "designloop-report"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert report.returncode == 0, report.stderr
+    report = run_cli(["report", "--batch", "--out", "designloop-report"], repo)
+    assert report.code == 0, report.err
     for args in ([*batch, "--sarif", "designloop.sarif"], batch):
         code, again = cli_json(args, repo)
         assert (code, rows(again)) == (0, [("skipped", "PASS", [])])
@@ -214,28 +206,19 @@ def test_a_report_written_into_a_design_directory_takes_only_its_own_files_out_o
 ) -> None:
     repo = example_repo(tmp_path)
     directory = repo / "docs" / "adr" / "0001-request-rate-limiter"
-    created = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "create", str(directory), "--json"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
-    run_id = json.loads(created.stdout)["run_id"]
-    report = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "report", run_id, "--out", str(directory)],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert report.returncode == 0, report.stderr
+    created = run_cli(["create", str(directory), "--json"], repo)
+    assert created.code == 0, created.err
+    run_id = json.loads(created.out)["run_id"]
+    report = run_cli(["report", run_id, "--out", str(directory)], repo)
+    assert report.code == 0, report.err
     recorded = json.loads((repo / "runs" / "byproducts.json").read_text())["paths"]
     rel = "docs/adr/0001-request-rate-limiter"
     assert recorded == [f"{rel}/report.html", f"{rel}/report.md"]  # never the directory the user named
     for name in ("design.md", "design-mechanics.md"):
         (directory / "_workflow" / name).unlink(missing_ok=True)
-    again = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "create", str(directory), "--json"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert again.returncode == 0, again.stderr  # its research log stays readable to the author
-    assert json.loads(again.stdout)["outcome"] == "PASS"
+    again = run_cli(["create", str(directory), "--json"], repo)
+    assert again.code == 0, again.err  # its research log stays readable to the author
+    assert json.loads(again.out)["outcome"] == "PASS"
 
 
 @pytest.mark.slow
@@ -246,11 +229,8 @@ def test_a_report_written_into_a_nested_checkout_is_recorded_in_the_runs_reposit
     (pages / ".git").mkdir(parents=True)  # a second checkout inside the repository
     code, _ = cli_json(["batch", "create", "docs/adr/*", "--no-warmup"], repo)
     assert code == 0
-    report = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "report", "--batch", "--out", "gh-pages"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert report.returncode == 0, report.stderr
+    report = run_cli(["report", "--batch", "--out", "gh-pages"], repo)
+    assert report.code == 0, report.err
     recorded = json.loads((repo / "runs" / "byproducts.json").read_text())["paths"]
     assert recorded == ["gh-pages/report.html", "gh-pages/report.md"]
     private = open_session(repo, SessionOptions(runs_dir=repo / "runs")).runtime.private_dirs

@@ -5,7 +5,6 @@ released by a SIGKILL), retention through LangGraph's prune."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from batchkit import batch_repo, rows, run_batch
+from conftest import cli_done
 
 from pipeline.errors import ExitCode
 from pipeline.runs.lock import RunLocked, holder_for
@@ -24,14 +24,7 @@ from pipeline.runs.pg_store import PgStore
 def designloop(
     args: list[str], cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return cli_done(args, cwd, env)
 
 
 def checkpoint_counts(url: str) -> dict[str, int]:
@@ -90,11 +83,8 @@ def test_an_unreachable_store_is_bad_input_with_its_address_and_no_password(tmp_
     assert "secret" not in result.stderr + result.stdout
     wrong = designloop(["runs", "--store", "mysql://x"], repo)
     assert wrong.returncode == ExitCode.BAD_INPUT and "not a postgresql:// address" in wrong.stderr
-    env = {k: v for k, v in os.environ.items() if k != "DESIGNLOOP_STORE"}
     for args in (["enqueue", "create", "docs/adr/a"], ["worker", "--drain"]):
-        none = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True, env=env
-        )
+        none = cli_done(args, repo, {"DESIGNLOOP_STORE": None})
         assert (
             none.returncode == ExitCode.BAD_INPUT and "the queue lives in a PostgreSQL store" in none.stderr
         )

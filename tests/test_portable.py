@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from agentkit import make_repo
 from batchkit import batch_repo, run_batch
+from conftest import run_cli
 from faultkit import KILLED, launch
 from graphkit import go, start
 
@@ -50,11 +51,9 @@ def test_a_run_resumes_from_a_copied_checkout_at_another_path(tmp_path: Path) ->
     moved = tmp_path / "elsewhere" / "checkout"
     shutil.copytree(repo, moved)
     shutil.rmtree(tmp_path / "one")  # nothing may still point at the first checkout
-    resumed = subprocess.run(
-        launch(["resume", run_dir.name, "--json"]), cwd=moved, capture_output=True, text=True, timeout=300
-    )
-    assert resumed.returncode == ExitCode.OK, resumed.stderr
-    out = json.loads(resumed.stdout)
+    resumed = run_cli(["resume", run_dir.name, "--json"], moved)
+    assert resumed.code == ExitCode.OK, resumed.err
+    out = json.loads(resumed.out)
     assert out["outcome"] == "PASS" and out["draft"] == "docs/adr/0001/_workflow/design.md"
     entries = parse_entries(moved / "docs" / "adr" / "0001" / "_workflow" / "design-mutations.md")
     assert len(entries) == 1

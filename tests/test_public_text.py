@@ -13,13 +13,12 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 from agentkit import runtime
+from conftest import run_cli
 
 from pipeline.agents.review import review_once
 from pipeline.formats.design_dir import DesignDir, open_design_dir
@@ -199,15 +198,9 @@ def _logs() -> list[str]:
 
 
 def create(d: DesignDir, runs: Path) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "create", str(d.root), "--json", "--runs-dir", str(runs)],
-        cwd=d.repo_root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.stdout.strip().startswith("{"), done.stderr[-2000:]
-    data: dict[str, object] = json.loads(done.stdout)
+    done = run_cli(["create", str(d.root), "--json", "--runs-dir", str(runs)], d.repo_root)
+    assert done.out.strip().startswith("{"), done.err[-2000:]
+    data: dict[str, object] = json.loads(done.out)
     return data
 
 

@@ -4,13 +4,12 @@ the form (user:password@, ?password=, password=), and nothing is written."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from batchkit import batch_repo
+from conftest import cli_done
 
 from pipeline.errors import ExitCode, InputError
 from pipeline.runs.address import parse_store, redact
@@ -19,15 +18,7 @@ SECRET = "s3cretpw"
 
 
 def designloop(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DESIGNLOOP_STORE"}
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    return cli_done(list(args), repo, {"DESIGNLOOP_STORE": None})
 
 
 @pytest.mark.parametrize(

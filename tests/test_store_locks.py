@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from batchkit import batch_repo, run_batch
+from conftest import cli_done
 from workerkit import query
 
 from pipeline.errors import ExitCode
@@ -43,9 +44,7 @@ lock.release()
 
 
 def designloop(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True, timeout=300
-    )
+    return cli_done(list(args), repo)
 
 
 @pytest.mark.slow

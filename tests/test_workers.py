@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from batchkit import batch_repo
+from conftest import cli_done
 from faultkit import repaid
 from graphkit import long_design
 from workerkit import HoldingServer, finished, holder_pid, query, wait_until, worker
@@ -33,10 +33,7 @@ def worker_repo(tmp_path: Path, names: list[str]) -> Path:
 
 def enqueue(repo: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``designloop enqueue create 'docs/adr/*' --store URL ARGS --json`` in ``repo``."""
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "enqueue", "create", "docs/adr/*", "--store", url, *args, "--json"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    return cli_done(["enqueue", "create", "docs/adr/*", "--store", url, *args, "--json"], repo)
 
 
 @pytest.mark.slow
@@ -133,10 +130,7 @@ def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_pat
     repo = worker_repo(tmp_path, ["a"])
 
     def designloop(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *args, "--store", pg_url],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        return cli_done([*args, "--store", pg_url], repo)
 
     first = designloop("enqueue", "create", "docs/adr/a", "--budget", "500", "--json")
     run_id = json.loads(first.stdout)["directories"][0]["run_id"]
@@ -155,10 +149,7 @@ def test_enqueue_stale_only_queues_only_the_directories_whose_claims_went_stale(
     repo = worker_repo(tmp_path, ["a", "b"])
 
     def designloop(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *args, "--store", pg_url],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        return cli_done([*args, "--store", pg_url], repo)
 
     def queued(*extra: str) -> dict[str, str]:
         done = designloop("enqueue", "create", "docs/adr/*", "--stale-only", "--json", *extra)
