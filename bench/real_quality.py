@@ -64,13 +64,14 @@ from pipeline.formats.prose import parse_prose  # noqa: E402
 from pipeline.settings import Limits  # noqa: E402
 
 REAL = ROOT / "tests" / "corpus" / "real"
-SETS = ("original", "tuning", "held-out", "held-out-2", "held-out-3", "held-out-4")
+SETS = ("original", "tuning", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
     "held-out": "labels-held-out.toml",
     "held-out-2": "labels-held-out-2.toml",
     "held-out-3": "labels-held-out-3.toml",
     "held-out-4": "labels-held-out-4.toml",
+    "held-out-5": "labels-held-out-5.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
