@@ -568,3 +568,84 @@ def test_quoted_names_separated_by_commas_are_a_list_and_bracketed_asides_are_st
     blocking = {f.line for f in found if f.rule == "hs-sentence-length" and f.severity == "should-fix"}
     assert 579 not in blocking
     assert {529, 1447} <= blocking
+
+
+# Classes a fourth held-out set showed (Flux's RFCs, Ray's REPs, Dapr's proposals, TiKV's RFCs)
+
+
+def test_a_pointer_lands_on_a_heading_by_its_normalised_name() -> None:
+    # Dapr's workflow versioning: "in the Caveat section" (line 139) names "## Caveats".
+    found = _corpus("dapr-20251028-workflow-versioning.md")
+    assert not [f for f in found if f.rule == "cr-dangling-ref" and f.line == 139], found
+    base = "# T\n\n## Overview\n\nIt runs.\n\n## {h}\n\nIt stops.\n\n## Use\n\nIt is covered in the {n} section.\n"
+    for heading, name in (
+        ("Caveats", "Caveat"),
+        ("Security Considerations", "Security"),
+        ("Risks - open", "Risk"),
+    ):
+        text = base.format(h=heading, n=name)
+        assert not [f for f in comprehension_of(text) if f.rule == "cr-dangling-ref"], heading
+    text = base.format(h="Caveats", n="Rollout")
+    assert [f.quote for f in comprehension_of(text) if f.rule == "cr-dangling-ref"] == [
+        "in the Rollout section"
+    ]
+
+
+def test_a_summary_with_a_subtitle_is_an_overview_and_a_comment_in_code_is_no_title(tmp_path: Path) -> None:
+    # Ray's gRPC proxy REP opens with "## Summary - Serve gRPC Proxy" and has no "# " title;
+    # its "# config.yaml" (line 130) is a comment inside a YAML fence.
+    found = review(repo(tmp_path / "r", "ray-rep-2023-07-28-serve-grpc-proxy.md"), "comprehension-review")
+    assert not [f for f in found if f.rule == "cr-no-overview"], found
+    # A document with no overview and no title is placed on its first line, never on a code
+    # comment that looks like a heading.
+    text = "\n## Reads\n\nA miss falls through.\n\n```yaml\n# config.yaml\nport: 1\n```\n"
+    found = review(repo(tmp_path / "c", text=text), "comprehension-review")
+    assert [(f.line, f.quote) for f in found if f.rule == "cr-no-overview"] == [(2, "## Reads")]
+
+
+def test_a_term_blocks_only_where_the_document_marks_it_as_its_own_and_leaves_it_undefined() -> None:
+    # Ray's Train/Tune revamp: "The Ray Train controller should ..." (line 40) is the plain
+    # word; "The **Controller** is the central orchestrator" (line 552) names the component.
+    found = _corpus("ray-rep-2024-10-18-train-tune-api-revamp.md")
+    assert not [f for f in found if f.rule == "cr-term-order" and f.quote == "controller"], found
+    # TiKV's API V2: "Obsolete versions ..." (line 58) sits beside a link to the Garbage
+    # Collection section that defines them (line 201), and its list item (line 197) is four
+    # lines above the definition in the same section.
+    found = _corpus("tikv-rfc-0069-api-v2.md")
+    assert not [f for f in found if f.rule == "cr-term-order" and "bsolete" in (f.quote or "")], found
+    foreign = (
+        "# Q\n\n## Overview\n\nJobs run.\n\n## Claiming\n\nThe worker holds a {use} while it runs.{link}\n\n"
+        "More text here.\n\nAnd more.\n\nStill more.\n\nEnough.\n\n## Leases\n\n{definition}\n"
+    )
+
+    def blocks(use: str, definition: str, link: str = "") -> bool:
+        text = foreign.format(use=use, definition=definition, link=link)
+        return any(f.rule == "cr-term-order" and f.severity == "should-fix" for f in comprehension_of(text))
+
+    assert not blocks("lease", "A **lease** is a time-limited claim.")  # one plain word
+    assert not blocks("controller", "The **Controller** is the orchestrator.")  # the plain word
+    assert blocks("Controller", "The **Controller** is the orchestrator.")  # the coined name
+    assert blocks("lease window", "A **lease window** is the time a claim lasts.")  # its own term
+    assert not blocks(
+        "lease window", "A **lease window** is the time a claim lasts.", " See [Leases](#leases)."
+    )
+    # A design in the seed's shape answers to the seed: every bold term before its definition.
+    seed = "# Q\n\n## Overview\n\nJobs run.\n\n## Claiming\n\n**TL;DR:** A worker claims.\n\nThe worker holds a lease.\n\n"
+    seed += "## Leases\n\n**TL;DR:** Leases expire.\n\nA **lease** is a time-limited claim.\n"
+    assert [f.severity for f in comprehension_of(seed) if f.rule == "cr-term-order"] == ["should-fix"]
+
+
+def test_a_label_dash_in_a_list_and_hedges_under_a_future_note_are_no_findings(tmp_path: Path) -> None:
+    # Dapr's MCP server proposal: a checklist of "`types.go` — `MCPServer`, ..." items (line
+    # 595); its workflow versioning: an italic note that marks a command as future and
+    # unscheduled (line 562), whose hedges are meant.
+    found = review(repo(tmp_path / "m", "dapr-20260304-mcpserver.md"), "readability-auditor")
+    assert not [f for f in found if f.rule == "hs-em-dash" and f.line == 595], found
+    found = review(repo(tmp_path / "v", "dapr-20251028-workflow-versioning.md"), "readability-auditor")
+    assert not [f for f in found if f.rule == "hs-hedge" and 560 <= (f.line or 0) <= 570], found
+    dashes = "# T\n\n## Overview\n\nIt runs.\n\n## Work\n\n" + "".join(
+        f"The step {n} runs — then it waits — and it stops.\n\n" for n in range(8)
+    )
+    assert [
+        f for f in review(repo(tmp_path / "d", text=dashes), "readability-auditor") if f.rule == "hs-em-dash"
+    ]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
+from pipeline.formats.markdown import parse_structure
 from pipeline.formats.textio import read_text
 
 
@@ -34,10 +35,12 @@ class Anchors:
             offset += len(line) + 1
 
     def title_line(self) -> int | None:
-        """The document's title: its first ``# `` heading, else its first non-blank line."""
-        for number, line in enumerate(self.lines, start=1):
-            if line.startswith("# "):
-                return number
+        """The document's title: its first ``# `` heading, else its first non-blank line. A
+        heading is what Markdown reads as one: a ``# comment`` inside a code fence is code."""
+        structure = parse_structure(self.text, self.lines)
+        title = next((h.line for h in structure.headings if h.level == 1), None)
+        if title is not None:
+            return title
         return next((n for n, line in enumerate(self.lines, start=1) if line.strip()), None)
 
     def line_of(self, offset: int) -> int:

@@ -10,6 +10,7 @@ reports a subject (a term, an acronym) once, with the other lines it saw listed.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -170,12 +171,41 @@ def _tentative(section: str | None) -> bool:
     )
 
 
+ITALIC_NOTE_RE = re.compile(r"^\s*(?P<m>[*_])(?!\s)[^*_]+(?<!\s)(?P=m)\s*$", re.DOTALL)
+
+
+def _future_notes(view: ProseView) -> set[int]:
+    """The headings (by line) whose first paragraph is an italic note that marks what follows
+    as future or unscheduled ("*This would not be available with the 1.17 release, but
+    perhaps in a later version ...*", params/offline.toml ``future_note_words``): hedges under
+    such a heading are the uncertainty the note declares. One pass over the blocks."""
+    found: set[int] = set()
+    starts = [b.start for b in view.blocks]
+    for heading in view.headings:
+        index = bisect.bisect_right(starts, heading.line)
+        first = view.blocks[index] if index < len(view.blocks) else None
+        if first is None or first.kind != "paragraph" or view.heading_before(first.start) != heading:
+            continue
+        note = " ".join(first.text.lower().split())
+        if ITALIC_NOTE_RE.match(first.text) and any(word in note for word in lexicon().future_note_words):
+            found.add(heading.line)
+    return found
+
+
+def _noted(view: ProseView, block: Block, future: set[int]) -> bool:
+    heading = view.heading_before(block.start)
+    return heading is not None and heading.line in future
+
+
 def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups, view: ProseView) -> None:
     headings = _subject_words(view)
+    future = _future_notes(view)
     for rule in (r for r in rules.values() if r.terms):
         groups.word_rules.add(rule.id)
         for block in blocks:
-            if rule.id == "hs-hedge" and _tentative(view.section_at(block.start)):
+            if rule.id == "hs-hedge" and (
+                _tentative(view.section_at(block.start)) or _noted(view, block, future)
+            ):
                 continue
             for hit in wording.hits(block, rule):
                 if term_pattern(hit.term).search(headings):
@@ -328,13 +358,26 @@ def _walls(
             )
 
 
+LABEL_WORDS = 6
+"""At most this many words before a list item's first dash make it a label's separator."""
+
+
+def _label_dash(block: Block, offset: int) -> bool:
+    """A list item's first dash after a short label ("`types.go` — `MCPServer`, `Auth`"):
+    it separates a label from what it holds, as a colon would; it is no prose dash."""
+    if not block.in_list:
+        return False
+    before = block.prose[:offset]
+    return not DASH_RE.search(before) and "\n" not in before.strip() and len(before.split()) <= LABEL_WORDS
+
+
 def _dash_density(view: ProseView, blocks: list[Block], rule: HouseRule | None, report: Report) -> None:
     if rule is None or not rule.limit:
         return
     by_section: dict[str | None, list[Any]] = {}
     for block in blocks:
         entry = by_section.setdefault(view.section_at(block.start), [0, 0, None])
-        dashes = list(DASH_RE.finditer(block.prose))
+        dashes = [m for m in DASH_RE.finditer(block.prose) if not _label_dash(block, m.start())]
         entry[0] += len(dashes)
         entry[1] += len(block.words)
         if dashes and entry[2] is None:

@@ -21,7 +21,7 @@ from pipeline.offline import acronyms
 from pipeline.offline.logtext import records
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
-from pipeline.offline.references import dangling_refs
+from pipeline.offline.references import dangling_refs, heading_names
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
     containment,
@@ -145,13 +145,77 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
     return found
 
 
-def term_order(view: ProseView, report: Report) -> None:
+SENTENCE_END_RE = re.compile(r"[.!?]\s")
+NEAR_LINES = 5
+"""A definition this close after a use, in the same section, is the use's gloss."""
+
+
+def _marked(term: str, block: Block) -> tuple[bool, bool]:
+    """How the definition marks the term: as the document's own (not one plain lower-case
+    word), and as a coined name (capitalised where its sentence does not ask for it: "The
+    **Controller** is ..."); a term found only by a plain definition counts as its own."""
+    for match in BOLD_TERM_RE.finditer(block.text):
+        if " ".join(match.group("term").lower().split()) != term:
+            continue
+        written = " ".join(match.group("term").split())
+        before = SENTENCE_END_RE.split(block.text[: match.start()])[-1]
+        opens = not before.strip(" \t\n*_-+>#0123456789.")
+        coined = (written[:1].isupper() and not opens) or any(c.isupper() for c in written[1:])
+        plain = " " not in written and written.isalpha() and written.islower()
+        return not plain or coined, coined
+    return True, False
+
+
+def _links_to(view: ProseView, block: Block, line: int) -> bool:
+    """The use's paragraph links to the section that holds the definition (or one around it):
+    a use that points at its definition is not undefined."""
+    wanted: set[str] = set()
+    for h in view.headings:
+        if h.line > line:
+            break
+        if not any(h.line < o.line <= line and o.level <= h.level for o in view.headings):
+            wanted.add(h.anchor)
+    return any(href.startswith("#") and href[1:] in wanted for _, _, href in block.links)
+
+
+def _foreign_use_defined(
+    view: ProseView, block: Block, match: re.Match[str], mark: tuple[bool, bool] | None, use: int, line: int
+) -> bool:
+    """In a document designloop did not write, an early use the reader needs no definition
+    for: of a term the document does not mark as its own, a coined name's plain word, a use
+    that links to its definition, or one the definition follows within its section."""
+    own, coined = mark if mark is not None else (True, False)
+    if not own or (coined and match.group(0).islower()) or _links_to(view, block, line):
+        return True
+    return line - use <= NEAR_LINES and view.heading_before(use) == view.heading_before(line)
+
+
+def seed_shaped(doc: DesignDoc, view: ProseView) -> bool:
+    """A design in the seed's shape: stamped by designloop, or with a section that opens
+    with the seed's ``**TL;DR:**`` line. Its author answers to the seed's rules in full."""
+    if doc.stamped:
+        return True
+    for section in doc.body_sections():
+        paras = view.paragraphs(section.start + 1, section.end)
+        if paras and paras[0].text.startswith(TLDR_PREFIX):
+            return True
+    return False
+
+
+def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     """Bold-defined terms used before their definition (outside the overview): one pass with
     one pattern for every term. A term's first definition is its definition, the first place
-    the text defines it in any way (first_definitions); a later, more formal one restates it."""
+    the text defines it in any way (first_definitions); a later, more formal one restates it.
+    In a document not in the seed's shape (``seed`` false; docs/offline.md, "Severity
+    policy"), only a term the document marks as its own is reported: one plain lower-case
+    word is the reader's word, a coined name used in lower case is the plain word, and a use
+    that links to its definition, or that the definition follows within a few lines of its
+    section, is defined. A design in the seed's shape is held to the seed: every bold term
+    before its definition."""
     defs = definitions(view)
     if not defs:
         return
+    marks = {term: _marked(term, block) for term, (_, block) in defs.items()}
     for term, line in first_definitions(view, list(defs)).items():
         if line < defs[term][0]:
             defs[term] = (line, next(b for b in view.blocks if b.start <= line <= b.end))
@@ -177,6 +241,8 @@ def term_order(view: ProseView, report: Report) -> None:
                 continue
             if _glossary(view, block) and view.section_at(block.start) == view.section_at(defining.start):
                 continue  # a glossary entry naming another entry of the same glossary
+            if not seed and _foreign_use_defined(view, block, match, marks.get(term), use, line):
+                continue
             report.add(
                 "cr-term-order",
                 term,
@@ -367,8 +433,8 @@ def has_overview(doc: DesignDoc, view: ProseView) -> bool:
     """An Overview (or one of its kin) at any heading level, a preface before the first
     section, or an opening paragraph, straight under the first heading, that says what the
     document covers ("This section describes a collection of use cases ...")."""
-    names = {n.lower() for n in lexicon().overview_names}
-    if any(h.text.lower().rstrip(":") in names for h in view.headings):
+    names = {name for n in lexicon().overview_names for name in heading_names(n)}
+    if any(heading_names(h.text) & names for h in view.headings):
         return True
     first = next((s.start for s in doc.sections if s.level == 2), len(view.lines) + 1)
     if any(b.kind == "paragraph" and b.start < first for b in view.blocks):
@@ -385,7 +451,7 @@ def has_overview(doc: DesignDoc, view: ProseView) -> bool:
 
 def review(doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]) -> list[Finding]:
     report = Report(view.section_at)
-    term_order(view, report)
+    term_order(view, report, seed_shaped(doc, view))
     acronym_order(view, report, acronyms.Lexicon(view, known, words))
     dangling_refs(view, report)
     tldr_mismatch(doc, view, report)

@@ -14,8 +14,18 @@ from pipeline.offline.text import content_words, lexicon, sentence_spans
 HEADING_NORM_RE = re.compile(r"[`*_\"'“”]")
 
 
+def _singular(word: str) -> str:
+    """A word's singular for matching a name to a heading: "Caveats" is "the Caveat section"."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
 def _norm(name: str) -> str:
-    return " ".join(HEADING_NORM_RE.sub("", name).lower().split())
+    """A heading or a name for one, compared: case, markup and number aside."""
+    return " ".join(_singular(w) for w in HEADING_NORM_RE.sub("", name).lower().split())
 
 
 NAMED_SECTION_REF_RE = re.compile(r'\b(?:see|in) the "?(?P<name>[A-Z][\w\- ]{2,60}?)"? section\b')
@@ -27,16 +37,25 @@ def _external_link_before(block: Block, offset: int) -> bool:
     return any(end <= offset and not href.startswith("#") for _, end, href in block.links)
 
 
-SUBTITLE_RE = re.compile(r"\s*(?:\([^()]*\)|:.*)$")
+SUBTITLE_RE = re.compile(r"\s*(?:\([^()]*\)|(?::|\s[-—–]+\s).*)$")
+"""A heading's parenthetical or subtitle, after a colon or a spaced dash."""
 
 
 def heading_names(text: str) -> set[str]:
     """The names a reference may call a heading by: the whole heading, and the heading
     without its parenthetical or subtitle ("SDK Impact (a preview of SwiftUI interaction)"
-    is "the SDK Impact section"; "Part 2: Detailed design" is also "Part 2")."""
+    is "the SDK Impact section"; "Part 2: Detailed design" is also "Part 2"; "Summary -
+    Serve gRPC Proxy" is a Summary), each in the singular ("Caveats" is "the Caveat section")."""
     whole = _norm(text)
     short = _norm(SUBTITLE_RE.sub("", text))
     return {whole, short} if short else {whole}
+
+
+def names_heading(name: str, names: set[str]) -> bool:
+    """A name for a section lands on a heading: it is one of the heading's names, or the
+    heading starts with it ("the Security section" for "Security Considerations")."""
+    wanted = _norm(name)
+    return bool(wanted) and (wanted in names or any(n.startswith(wanted + " ") for n in names))
 
 
 def dangling_refs(view: ProseView, report: Report) -> None:
@@ -51,7 +70,7 @@ def dangling_refs(view: ProseView, report: Report) -> None:
     for index, block in enumerate(view.blocks):
         for match in SECTION_REF_RE.finditer(block.prose):
             target = (match.group("q") or match.group("bare") or "").strip()
-            if _norm(target) not in names:
+            if not names_heading(target, names):
                 dangling(
                     block,
                     match.start(),
@@ -64,7 +83,7 @@ def dangling_refs(view: ProseView, report: Report) -> None:
             href = block.link_at(match.start("name"))
             if href is not None and (not href.startswith("#") or href[1:] in anchors):
                 continue
-            if _external_link_before(block, match.start()) or _norm(match.group("name")) in names:
+            if _external_link_before(block, match.start()) or names_heading(match.group("name"), names):
                 continue
             dangling(
                 block,

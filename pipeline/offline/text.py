@@ -45,6 +45,7 @@ class Lexicon:
     group_share: float
     group_density_by_rule: dict[str, float]
     tentative_sections: frozenset[str]
+    future_note_words: tuple[str, ...]
     whole_document_rules: frozenset[str]
     file_extensions: frozenset[str]
     host_suffixes: frozenset[str]
@@ -72,6 +73,7 @@ def lexicon() -> Lexicon:
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
         tentative_sections=frozenset(data["tentative_sections"]),
+        future_note_words=tuple(data["future_note_words"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
         file_extensions=frozenset(data["file_extensions"]),
         host_suffixes=frozenset(data["host_suffixes"]),
