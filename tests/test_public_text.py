@@ -601,6 +601,10 @@ def test_a_summary_with_a_subtitle_is_an_overview_and_a_comment_in_code_is_no_ti
     text = "\n## Reads\n\nA miss falls through.\n\n```yaml\n# config.yaml\nport: 1\n```\n"
     found = review(repo(tmp_path / "c", text=text), "comprehension-review")
     assert [(f.line, f.quote) for f in found if f.rule == "cr-no-overview"] == [(2, "## Reads")]
+    # Nor on front matter: Thanos's proposals open with a `---` block and have no "# " title.
+    text = "---\ntype: proposal\ntitle: Reads\n---\n\n## Reads\n\nA miss falls through.\n"
+    found = review(repo(tmp_path / "f", text=text), "comprehension-review")
+    assert [(f.line, f.quote) for f in found if f.rule == "cr-no-overview"] == [(6, "## Reads")]
 
 
 def test_a_term_blocks_only_where_the_document_marks_it_as_its_own_and_leaves_it_undefined() -> None:

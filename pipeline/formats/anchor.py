@@ -19,6 +19,7 @@ from pathlib import Path
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
 from pipeline.formats.markdown import parse_structure
+from pipeline.formats.prose import parse_prose
 from pipeline.formats.textio import read_text
 
 
@@ -35,13 +36,16 @@ class Anchors:
             offset += len(line) + 1
 
     def title_line(self) -> int | None:
-        """The document's title: its first ``# `` heading, else its first non-blank line. A
-        heading is what Markdown reads as one: a ``# comment`` inside a code fence is code."""
+        """The document's title: its first ``# `` heading, else its first non-blank line of
+        prose. A heading is what Markdown reads as one: a ``# comment`` inside a code fence is
+        code; front matter, code and HTML are never the title."""
         structure = parse_structure(self.text, self.lines)
         title = next((h.line for h in structure.headings if h.level == 1), None)
         if title is not None:
             return title
-        return next((n for n, line in enumerate(self.lines, start=1) if line.strip()), None)
+        skip = parse_prose(self.text, self.lines).non_prose_lines()
+        found = (n for n, line in enumerate(self.lines, start=1) if line.strip() and n not in skip)
+        return next(found, None)
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
