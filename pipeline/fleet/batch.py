@@ -250,9 +250,7 @@ class BatchRunner:
                     row.cost += event.cost_usd
                     row.cache_hits += event.cache_hits
                     if event.model:
-                        row.models[event.role] = (
-                            "offline" if event.model.startswith("offline") else event.model
-                        )
+                        row.models[event.role] = event.played_by
             self._say(row, event)
 
         return await execute(

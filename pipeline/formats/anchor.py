@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 
 from pipeline.errors import InputError
@@ -35,6 +36,7 @@ class Anchors:
             self.starts.append(offset)
             offset += len(line) + 1
 
+    @cached_property
     def title_line(self) -> int | None:
         """The document's title: its first ``# `` heading, else its first non-blank line of
         prose. A heading is what Markdown reads as one: a ``# comment`` inside a code fence is
@@ -77,7 +79,7 @@ class Anchors:
     def anchor(self, finding: Finding) -> Finding:
         quote = finding.quote
         if not quote or not quote.strip():
-            line = finding.line if finding.line is not None else self.title_line()
+            line = finding.line if finding.line is not None else self.title_line
             if line is not None and 1 <= line <= len(self.lines) and self.lines[line - 1].strip():
                 return finding.model_copy(update={"line": line, "quote": self.lines[line - 1].strip()})
             return finding.model_copy(update={"line": None, "unlocated": True})

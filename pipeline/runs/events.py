@@ -68,6 +68,12 @@ class Spawned(BaseEvent):
     warmup_wait: float | None = None
     """For an auditor of a fan-out: the seconds it waited for the first spawn's first answer."""
 
+    @property
+    def played_by(self) -> str:
+        """The model that played the role, ``offline`` for any of the offline engine's names
+        (empty when the event names none)."""
+        return "offline" if self.model.startswith("offline") else self.model
+
 
 class SliceSkipped(BaseEvent):
     """An auditor slice whose sections are settled and unchanged."""

@@ -149,9 +149,7 @@ def load_report(run_dir: Path) -> RunReport:
                 role.cost += event.cost_usd
                 role.cached += event.cache_hits
                 if event.model:
-                    report.models[event.role] = (
-                        "offline" if event.model.startswith("offline") else event.model
-                    )
+                    report.models[event.role] = event.played_by
             case MechanicalCheck() | DualCleanCheck() | ComprehensionCheck():
                 report.findings[event.round] += event.found
             case Settled():
