@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from blockbuster import BlockBuster
+from conftest import EXAMPLE_OUTPUTS
 from editkit import stamped_repo
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -114,7 +115,7 @@ def test_the_detector_refuses_what_the_event_log_did_on_the_loop(tmp_path: Path)
 def example_repository(tmp_path: Path) -> Path:
     """The bundled example as a repository of its own (its code root: ratelimit/)."""
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "examples", repo)
+    shutil.copytree(ROOT / "examples", repo, ignore=EXAMPLE_OUTPUTS)
     (repo / ".git").mkdir()
     return repo
 
