@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,12 +22,19 @@ from pipeline.settings import Limits
 REAL = Path(__file__).parent / "corpus" / "real"
 
 
-def repo(tmp: Path, doc: str, known_terms: str | None = None) -> DesignDir:
+SEED_STAMP = "<!-- workflow-sha: " + "0" * 40 + " -->\n"
+
+
+def repo(tmp: Path, doc: str, known_terms: str | None = None, stamped: bool = False) -> DesignDir:
+    """A repository holding ``doc`` as its design; ``stamped`` opens it with designloop's
+    stamp, so the reviewers hold it to the seed's rules as a design designloop wrote (its
+    lines move down by one)."""
     root = tmp / "repo"
     (root / ".git").mkdir(parents=True)
     target = root / "docs" / "adr" / "real" / "_workflow"
     target.mkdir(parents=True)
-    shutil.copy(REAL / doc, target / "design.md")
+    text = (REAL / doc).read_text(encoding="utf-8")
+    (target / "design.md").write_text(SEED_STAMP + text if stamped else text, encoding="utf-8")
     if known_terms is not None:
         (root / ".designloop" / "prompts").mkdir(parents=True)
         (root / ".designloop" / "prompts" / "known-terms.md").write_text(known_terms)
@@ -82,7 +88,7 @@ def test_capitalised_words_that_are_not_acronyms(tmp_path: Path) -> None:
     tokens = {
         token
         for doc in ("bazel-2020-01-14-remote-downloads.md", "k8s-kep-1880-multiple-service-cidrs.md")
-        for token in acronyms_reported(both(repo(tmp_path / doc, doc)))
+        for token in acronyms_reported(both(repo(tmp_path / doc, doc, stamped=True)))
     }
     assert not tokens & {"MUST", "MAY", "SHOULD", "HEAD", "NOT", "MAJOR", "KEP"}
     # A real undefined acronym is still reported (PTR, a DNS record type, is known to every
@@ -99,18 +105,18 @@ def test_an_acronym_spelled_out_beside_it_is_defined() -> None:
 
 def test_one_vocabulary_for_both_roles_overridable_per_repository(tmp_path: Path) -> None:
     doc = "rust-3058-try-trait-v2.md"
-    assert "HIR" in acronyms_reported(both(repo(tmp_path / "a", doc)))  # HIR is not in the vocabulary
+    assert "HIR" in acronyms_reported(both(repo(tmp_path / "a", doc, stamped=True)))  # not in the vocabulary
     shipped = (Path(__file__).parent.parent / "prompts" / "known-terms.md").read_text()
     override = shipped + "\nKnown: ZST, HIR, IRLO\n"
-    found = both(repo(tmp_path / "b", doc, known_terms=override))
+    found = both(repo(tmp_path / "b", doc, known_terms=override, stamped=True))
     assert not acronyms_reported(found) & {"ZST", "HIR", "IRLO"}
 
 
 def test_one_finding_per_subject_per_document(tmp_path: Path) -> None:
-    d = repo(tmp_path, "rust-3058-try-trait-v2.md")
+    d = repo(tmp_path, "rust-3058-try-trait-v2.md", stamped=True)
     found = review(d, "comprehension-review")
     never = [f for f in found if "never defined" in f.message]
-    assert len(never) == 1 and "HIR (line 712), IRLO (line 1152)" in never[0].message
+    assert len(never) == 1 and "HIR (line 713), IRLO (line 1153)" in never[0].message
     # Two auditor slices reporting one acronym become one finding when the round is merged.
     a = Finding(severity="should-fix", rule="hs-acronym", quote="JEP", line=34, message="m", file="d.md")
     b = a.model_copy(update={"severity": "suggestion", "line": 265})

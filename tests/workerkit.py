@@ -12,20 +12,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+import diskcache
 import psycopg
 from agentkit import params_in
 from faultkit import ScriptedServer
 
+from pipeline.settings import CACHE_DB
+
 
 class HoldingServer(ScriptedServer):
     """Plays every role; the first request of ``role`` whose params name ``directory`` is held
-    (``held`` is set) until ``release`` is set, and then never answered."""
+    (``held`` is set) until ``release`` is set, and then never answered. Every request that
+    comes while it is held waits for the release too, so once the requests answered before
+    the hold are in the run's cache (``settled``), a worker killed has been paid for nothing
+    it did not keep."""
 
     def __init__(self, document: str, role: str, directory: str) -> None:
         super().__init__(document)
         self.role, self.directory = role, directory
         self.held = threading.Event()
         self.release = threading.Event()
+        self.waiting = 0
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         last = body["messages"][-1]
@@ -37,9 +44,35 @@ class HoldingServer(ScriptedServer):
             and self.directory in content
         ):
             self.held.set()
-            self.release.wait(timeout=600)
+            self._wait_for_release()
             raise ConnectionAbortedError("the held request is never answered")
+        if self.held.is_set() and not self.release.is_set():
+            self._wait_for_release()
         return super().reply(body)
+
+    def _wait_for_release(self) -> None:
+        with self.lock:
+            self.waiting += 1
+        try:
+            self.release.wait(timeout=600)
+        finally:
+            with self.lock:
+                self.waiting -= 1
+
+    def settled(self, cache: Path) -> bool:
+        """No request in flight but those waiting for the release, and every request answered
+        so far is in the request cache ``cache`` (a worker's answer is stored after it has
+        been received in full: killed in between, it would be paid for twice)."""
+        with self.lock:
+            unanswered = sum(1 for entry in self.log if not entry["answered"])
+            answered = {entry["key"] for entry in self.log if entry["answered"]}
+            waiting = self.waiting
+        if unanswered != waiting:
+            return False
+        if not (cache / CACHE_DB).exists():
+            return not answered
+        with diskcache.Cache(str(cache)) as stored:
+            return len(stored) >= len(answered)
 
 
 def worker(url: str, repo: Path, *extra: str) -> subprocess.Popen[bytes]:

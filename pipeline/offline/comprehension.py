@@ -39,6 +39,14 @@ from pipeline.offline.text import (
 BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:]{2,60}?)(?P<colon>:?)\*\*")
 """A bold span, wrapped over lines or not."""
 DEFINES_RE = re.compile(r"^\s*(?::|—|–|-\s)|^\s+(?:is|are|means|refers\s+to|denotes)\s", re.IGNORECASE)
+DEFINING_SENTENCE_RE = re.compile(
+    r"^\s+(?:(?:is|are)\s+(?:an?|the|one|any|each|every|some|what|when|where|how|whatever|used|defined|"
+    r"called|known|our|its|their|this|that|these|those)\b|are\s+(?![a-z]+ly\b)[a-z]+s\b|means\s|"
+    r"refers\s+to\s|denotes\s|stands\s+for\s)",
+    re.IGNORECASE,
+)
+"""What a sentence that defines a term says next: what the term is ("**Lease** is a claim",
+"**Inference tensors** are tensors"), never how it is ("**Adaptive Logging** is quite useful")."""
 TLDR_PREFIX = "**TL;DR:**"
 
 
@@ -68,7 +76,7 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
                 and _glossary(view, block)
                 and (match.group("colon") or DEFINES_RE.match(after))
             )
-            sentence = re.match(r"^\s+(?:is|are|means|refers\s+to|denotes)\s", after, re.IGNORECASE)
+            sentence = DEFINING_SENTENCE_RE.match(block.text[match.end() : match.end() + 40])
             if glossary and not sentence and len(term.split()) == 1 and term.lower() in plain:
                 continue  # a glossary entry for a plain word the text already uses in lower case
             if (glossary or sentence) and term.lower() not in found:
@@ -161,7 +169,13 @@ def _marked(term: str, block: Block) -> tuple[bool, bool]:
         before = SENTENCE_END_RE.split(block.text[: match.start()])[-1]
         opens = not before.strip(" \t\n*_-+>#0123456789.")
         coined = (written[:1].isupper() and not opens) or any(c.isupper() for c in written[1:])
-        plain = " " not in written and written.isalpha() and written.islower()
+        # One word is plain in lower case, or capitalised only because it opens its sentence
+        # ("***Implement** means code, benchmark, test and document.*").
+        plain = (
+            " " not in written
+            and written.isalpha()
+            and (written.islower() or (opens and written[1:].islower()))
+        )
         return not plain or coined, coined
     return True, False
 
@@ -207,8 +221,10 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     one pattern for every term. A term's first definition is its definition, the first place
     the text defines it in any way (first_definitions); a later, more formal one restates it.
     In a document not in the seed's shape (``seed`` false; docs/offline.md, "Severity
-    policy"), only a term the document marks as its own is reported: one plain lower-case
-    word is the reader's word, a coined name used in lower case is the plain word, and a use
+    policy"), a term's order is a suggestion (whether the context carries a term is the
+    reader's judgement), and only a term the document marks as its own is reported: one plain
+    word (in lower case, or capitalised only where it opens its sentence) is the reader's word,
+    a coined name used in lower case is the plain word, and a use
     that links to its definition, or that the definition follows within a few lines of its
     section, is defined. A design in the seed's shape is held to the seed: every bold term
     before its definition."""
@@ -246,7 +262,7 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
             report.add(
                 "cr-term-order",
                 term,
-                "suggestion" if term in explained else "should-fix",
+                "should-fix" if seed and term not in explained else "suggestion",
                 use,
                 block.quote(match.start(), match.end()),
                 f"'{term}' is used on line {use} before it is defined on line {line}",
@@ -289,12 +305,13 @@ def _heading_uses(
             never[use.token] = [use]
 
 
-def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
+def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, seed: bool = True) -> None:
     """Each acronym at its first use: defined there or earlier, later only, or never. One
-    defined only later is a should-fix of its own (an order the author can fix); the ones
-    never defined are one suggestion for the document, listing each one it uses only in
-    passing (``acronym_passing_uses`` in params/offline.toml; the rest are the audience's own
-    vocabulary, docs/offline.md)."""
+    defined only later is a should-fix of its own (an order the author can fix); in a design
+    in the seed's shape, the ones never defined are one suggestion for the document, listing
+    each one it uses only in passing (``acronym_passing_uses`` in params/offline.toml; the
+    rest are the audience's own vocabulary, docs/offline.md). Another project's document
+    writes for its own readers, whose vocabulary a rule cannot know: no list."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
     previous: set[str] = set()
@@ -348,6 +365,8 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -
     # And a document that spells out none of its acronyms writes for readers who know them:
     # the list is worth its author's time where the document's own convention is to define
     # them (it defines others) and it leaves some undefined.
+    if not seed:
+        return
     most = lexicon().acronym_passing_uses
     never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
     if never and defined_at:
@@ -449,10 +468,15 @@ def has_overview(doc: DesignDoc, view: ProseView) -> bool:
     )
 
 
-def review(doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str]) -> list[Finding]:
+def review(
+    doc: DesignDoc, view: ProseView, known: frozenset[str], words: frozenset[str], seed: bool | None = None
+) -> list[Finding]:
+    """The comprehension reviewer's findings on a design; ``seed`` holds the document to the
+    seed's rules or not (by default: whether it is in the seed's shape, seed_shaped)."""
     report = Report(view.section_at)
-    term_order(view, report, seed_shaped(doc, view))
-    acronym_order(view, report, acronyms.Lexicon(view, known, words))
+    seed = seed_shaped(doc, view) if seed is None else seed
+    term_order(view, report, seed)
+    acronym_order(view, report, acronyms.Lexicon(view, known, words), seed)
     dangling_refs(view, report)
     tldr_mismatch(doc, view, report)
     decision_shaped(doc, view, report)

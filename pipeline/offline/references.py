@@ -39,16 +39,21 @@ def _external_link_before(block: Block, offset: int) -> bool:
 
 SUBTITLE_RE = re.compile(r"\s*(?:\([^()]*\)|(?::|\s[-—–]+\s).*)$")
 """A heading's parenthetical or subtitle, after a colon or a spaced dash."""
+SECTION_NUMBER_RE = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+(?=\S)")
+"""A heading's section number: "5 Goals", "2.1 Design", "3. Risks", "B. Appendix", "IV. Plan"."""
 
 
 def heading_names(text: str) -> set[str]:
     """The names a reference may call a heading by: the whole heading, and the heading
     without its parenthetical or subtitle ("SDK Impact (a preview of SwiftUI interaction)"
     is "the SDK Impact section"; "Part 2: Detailed design" is also "Part 2"; "Summary -
-    Serve gRPC Proxy" is a Summary), each in the singular ("Caveats" is "the Caveat section")."""
-    whole = _norm(text)
-    short = _norm(SUBTITLE_RE.sub("", text))
-    return {whole, short} if short else {whole}
+    Serve gRPC Proxy" is a Summary), each in the singular ("Caveats" is "the Caveat section"),
+    and each without the heading's section number ("5 Goals" is Goals)."""
+    names: set[str] = set()
+    for form in (text, SECTION_NUMBER_RE.sub("", text)):
+        names.add(_norm(form))
+        names.add(_norm(SUBTITLE_RE.sub("", form)))
+    return names - {""} or {_norm(text)}
 
 
 def names_heading(name: str, names: set[str]) -> bool:
