@@ -18,7 +18,6 @@ from graphkit import long_design
 from workerkit import HoldingServer, finished, holder_pid, query, wait_until, worker
 
 from pipeline.formats.review_log import parse_entries
-from pipeline.settings import CACHE_DIR
 
 DOC = long_design(sections=8) + "\n"
 QUICK = "[worker]\nheartbeat = 4\ndequeue = 1\n"
@@ -55,7 +54,8 @@ def test_a_killed_workers_run_is_taken_over_and_resumed(pg_url: str, tmp_path: P
         workers = [worker(pg_url, repo, "--jobs", "2"), worker(pg_url, repo, "--jobs", "2")]
         try:
             assert server.held.wait(timeout=240)  # run a is mid-run: its comprehension review is held
-            wait_until(lambda: server.settled(repo / "runs" / CACHE_DIR))  # what was answered is kept
+            cached = lambda: query(pg_url, "SELECT COUNT(*) FROM cache")[0][0]  # noqa: E731
+            wait_until(lambda: server.settled(cached))  # what was answered so far is kept
             pid = wait_until(lambda: holder_pid(pg_url, "docs/adr/a"))
             killed = next(w for w in workers if w.pid == pid)
             killed.send_signal(signal.SIGKILL)

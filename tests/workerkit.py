@@ -9,15 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import diskcache
 import psycopg
 from agentkit import params_in
 from faultkit import ScriptedServer
-
-from pipeline.settings import CACHE_DB
 
 
 class HoldingServer(ScriptedServer):
@@ -59,20 +57,16 @@ class HoldingServer(ScriptedServer):
             with self.lock:
                 self.waiting -= 1
 
-    def settled(self, cache: Path) -> bool:
+    def settled(self, cached: Callable[[], int]) -> bool:
         """No request in flight but those waiting for the release, and every request answered
-        so far is in the request cache ``cache`` (a worker's answer is stored after it has
-        been received in full: killed in between, it would be paid for twice)."""
+        so far is in the request cache (``cached`` counts its entries): a worker stores an
+        answer after it has received it in full, and one killed in between would pay for it
+        twice."""
         with self.lock:
             unanswered = sum(1 for entry in self.log if not entry["answered"])
             answered = {entry["key"] for entry in self.log if entry["answered"]}
             waiting = self.waiting
-        if unanswered != waiting:
-            return False
-        if not (cache / CACHE_DB).exists():
-            return not answered
-        with diskcache.Cache(str(cache)) as stored:
-            return len(stored) >= len(answered)
+        return unanswered == waiting and cached() >= len(answered)
 
 
 def worker(url: str, repo: Path, *extra: str) -> subprocess.Popen[bytes]:

@@ -198,7 +198,8 @@ class Runtime:
         """A role that reviews a target reads only its params file and, of the target, its slice
         completed to whole sections (a section the slice boundary cuts is read whole, so a
         measure taken over a section never depends on where the boundary fell), the heading
-        lines and the standing anchors (Overview, Core Concepts)."""
+        lines, the standing anchors (Overview, Core Concepts) and designloop's stamp (a design
+        in the seed's shape is told so in every slice, docs/offline.md)."""
         params = spawn.params
         if params.target_path is None:
             return bounded_view(self.repo_root, spawn) if params.scope == "bounded" else None
@@ -217,6 +218,8 @@ class Runtime:
             lines.update(h.line for h in doc.structure.headings if h.level <= 2)
             for anchor in doc.anchors():
                 lines.update(range(anchor.start, anchor.end + 1))
+            if doc.stamped:
+                lines.add(1)
             views[target] = frozenset(lines)
         return views
 

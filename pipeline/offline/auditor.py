@@ -28,11 +28,13 @@ from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
     HouseRule,
+    doc_from_text,
     keywords,
     known_acronyms,
     lexicon,
     parse_house_style,
     review_finding,
+    seed_shaped,
     sentence_spans,
     term_pattern,
 )
@@ -130,8 +132,12 @@ class Groups:
             return count >= lex.group_share * max(size.paragraphs, 1)
         return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
-    def report(self, rules: dict[str, HouseRule], report: Report) -> None:
+    def report(self, rules: dict[str, HouseRule], report: Report, seed: bool = True) -> None:
+        """One suggestion per section for each habit; in a document not in the seed's shape,
+        none for the house style's habits (``house_habits``, params/offline.toml)."""
         for (rule_id, section), found in self.places.items():
+            if not seed and rule_id in lexicon().house_habits:
+                continue
             rule = rules[rule_id]
             places = self.padded(found) if rule_id in self.word_rules else found
             if not places or not self.habit(rule_id, section, len(places)):
@@ -421,11 +427,13 @@ def audit(
     rules: dict[str, HouseRule],
     known: frozenset[str],
     words: frozenset[str],
+    seed: bool = True,
 ) -> list[Finding]:
     """The house-style rules over a slice: every measure that spans a section is taken over
     its whole section by the slice holding its heading (the auditor's view holds every
     section its slice touches, whole); rules that need the whole document (acronyms) are the
-    comprehension reviewer's (params/offline.toml, ``whole_document_rules``)."""
+    comprehension reviewer's (params/offline.toml, ``whole_document_rules``). ``seed``: the
+    design is in the seed's shape, and is told of the house style's habits too."""
     report = Report(view.section_at)
     mine = view.paragraphs(start, end)
     sections = owned_blocks(view, start, end)
@@ -438,8 +446,9 @@ def audit(
     _sentence_rules(run, both, active)
     sentence_rule = active.get("hs-sentence-length")
     _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
-    _dash_density(view, sections, active.get("hs-em-dash"), report)
-    groups.report(active, report)
+    if seed or "hs-em-dash" not in lexicon().house_habits:
+        _dash_density(view, sections, active.get("hs-em-dash"), report)
+    groups.report(active, report, seed)
     found = report.findings()
     taken = {(f.line, (f.quote or "").lower()) for f in found}
     for item in prose_lint.lint(view, mine):
@@ -465,5 +474,8 @@ def run(params: SpawnParams, obs: Observations, floor: int = DEFAULT_FLOOR) -> R
         return guarded
     view, start, end = read_view(params, obs)
     rules = parse_house_style(obs.instructions)
-    findings = audit(view, start, end, rules, known_acronyms(obs.instructions), keywords(obs.instructions))
+    seed = seed_shaped(doc_from_text("\n".join(view.lines) + "\n"), view)
+    findings = audit(
+        view, start, end, rules, known_acronyms(obs.instructions), keywords(obs.instructions), seed
+    )
     return ReviewOutput.of(findings)

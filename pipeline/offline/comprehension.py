@@ -24,6 +24,7 @@ from pipeline.offline.pages import read_whole
 from pipeline.offline.references import dangling_refs, heading_names
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
+    TLDR,
     containment,
     content_words,
     doc_from_text,
@@ -32,6 +33,7 @@ from pipeline.offline.text import (
     known_acronyms,
     lexicon,
     review_finding,
+    seed_shaped,
     sentence_spans,
     term_pattern,
 )
@@ -47,7 +49,6 @@ DEFINING_SENTENCE_RE = re.compile(
 )
 """What a sentence that defines a term says next: what the term is ("**Lease** is a claim",
 "**Inference tensors** are tensors"), never how it is ("**Adaptive Logging** is quite useful")."""
-TLDR_PREFIX = "**TL;DR:**"
 
 
 def _glossary(view: ProseView, block: Block) -> bool:
@@ -204,18 +205,6 @@ def _foreign_use_defined(
     return line - use <= NEAR_LINES and view.heading_before(use) == view.heading_before(line)
 
 
-def seed_shaped(doc: DesignDoc, view: ProseView) -> bool:
-    """A design in the seed's shape: stamped by designloop, or with a section that opens
-    with the seed's ``**TL;DR:**`` line. Its author answers to the seed's rules in full."""
-    if doc.stamped:
-        return True
-    for section in doc.body_sections():
-        paras = view.paragraphs(section.start + 1, section.end)
-        if paras and paras[0].text.startswith(TLDR_PREFIX):
-            return True
-    return False
-
-
 def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     """Bold-defined terms used before their definition (outside the overview): one pass with
     one pattern for every term. A term's first definition is its definition, the first place
@@ -271,16 +260,33 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
 
 
 FRONT_TITLE_RE = re.compile(r"^title:\s*(.+)$")
+META_TITLE_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?[*_]*(?:Feature\s+)?(?:Name|Title)[*_]*\s*:\s*[*_]*\s*(?P<title>\S.*)$", re.I
+)
+"""The name field of a metadata block ("- Name: The new CEL Generating Policies", "- Feature Name:
+try_trait_v2"): the document's title where its template keeps it there."""
+META_HEADINGS = frozenset({"meta", "metadata"})
+
+
+def _meta_lines(view: ProseView) -> list[str]:
+    """The document's opening metadata: its lines before the first heading that is not a
+    metadata section's ("# Meta")."""
+    end = next(
+        (h.line for h in view.headings if h.text.strip().lower() not in META_HEADINGS), len(view.lines) + 1
+    )
+    return view.lines[: end - 1]
 
 
 def _title(view: ProseView) -> str:
-    """The document's title: its first-level heading, and the ``title:`` of its front matter
-    (an EIP carries its title there)."""
+    """The document's title: its first-level heading, the ``title:`` of its front matter (an
+    EIP carries its title there) and the name field of an opening metadata block (a Kyverno
+    proposal's "- Name: ...", a Rust RFC's "- Feature Name: ...")."""
     heading = next((h.text for h in view.headings if h.level == 1), "")
     front = view.front_matter
     lines = view.lines[front.start - 1 : front.end] if front is not None else []
-    found = (FRONT_TITLE_RE.match(line) for line in lines)
-    return "\n".join([heading, *(m.group(1) for m in found if m)])
+    found = [m.group(1) for m in map(FRONT_TITLE_RE.match, lines) if m]
+    found += [m.group("title") for m in map(META_TITLE_RE.match, _meta_lines(view)) if m]
+    return "\n".join([heading, *found])
 
 
 def _heading_uses(
@@ -390,9 +396,9 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
 def tldr_mismatch(doc: DesignDoc, view: ProseView, report: Report) -> None:
     for section in doc.body_sections():
         paras = view.paragraphs(section.start + 1, section.end)
-        if not paras or not paras[0].text.startswith(TLDR_PREFIX):
+        if not paras or not paras[0].text.startswith(TLDR):
             continue
-        tldr = content_words(paras[0].prose.removeprefix(TLDR_PREFIX))
+        tldr = content_words(paras[0].prose.removeprefix(TLDR))
         body = set().union(*(content_words(p.prose) for p in paras[1:])) | content_words(section.name)
         if len(tldr) >= 3 and len(body) >= 8 and containment(tldr, body) < 0.1:
             report.add(

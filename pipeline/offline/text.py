@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.formats.design_doc import DesignDoc, parse_design
 from pipeline.formats.findings import Finding, Severity
+from pipeline.formats.prose import ProseView
 from pipeline.formats.textio import decode
 from pipeline.settings import data_dir, load_toml
 
@@ -44,6 +45,7 @@ class Lexicon:
     group_density: float
     group_share: float
     group_density_by_rule: dict[str, float]
+    house_habits: frozenset[str]
     tentative_sections: frozenset[str]
     future_note_words: tuple[str, ...]
     whole_document_rules: frozenset[str]
@@ -72,6 +74,7 @@ def lexicon() -> Lexicon:
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
+        house_habits=frozenset(data["house_habits"]),
         tentative_sections=frozenset(data["tentative_sections"]),
         future_note_words=tuple(data["future_note_words"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
@@ -364,3 +367,18 @@ def defined_acronyms(text: str) -> frozenset[str]:
     """Every capitalised token the text defines, in one pass: ``long form (ACR)``,
     ``ACR (long form)``, ``**ACR**`` or ``ACR:``."""
     return frozenset(m.group(1) for pattern in _DEFINITIONS for m in pattern.finditer(text))
+
+
+TLDR = "**TL;DR:**"
+
+
+def seed_shaped(doc: DesignDoc, view: ProseView) -> bool:
+    """A design in the seed's shape: stamped by designloop, or with a section that opens
+    with the seed's ``**TL;DR:**`` line. Its author answers to the seed's rules in full."""
+    if doc.stamped:
+        return True
+    for section in doc.body_sections():
+        paras = view.paragraphs(section.start + 1, section.end)
+        if paras and paras[0].text.startswith(TLDR):
+            return True
+    return False
