@@ -37,6 +37,8 @@ not-worth-it or wrong, kept in labels-held-out-N.toml as useful, noise and wrong
 ``held-out-6`` (Cluster API's proposals, Crossplane's design documents, Kyverno's design
 proposals, cert-manager's design documents) was chosen and committed before the engine read
 it; until labels-held-out-6.toml exists its findings all count as unlabelled.
+``held-out-7`` (Bevy's, npm's, Neon's and RisingWave's RFCs) was chosen and committed the
+same way; until labels-held-out-7.toml exists its findings all count as unlabelled.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ SETS = (
     "held-out-4",
     "held-out-5",
     "held-out-6",
+    "held-out-7",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -86,6 +89,7 @@ LABEL_FILES = {
     "held-out-4": "labels-held-out-4.toml",
     "held-out-5": "labels-held-out-5.toml",
     "held-out-6": "labels-held-out-6.toml",
+    "held-out-7": "labels-held-out-7.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
