@@ -46,6 +46,8 @@ DASH_RE = re.compile(r"—|(?<=[ \t])--(?=\s)")
 DEFAULT_FLOOR = Limits().whole_doc_floor
 """The whole-doc guard's floor when no setting is given (a run passes its ``[partition]``'s)."""
 ENUMERATION_RE = re.compile(r"\(\s*\d{1,2}\.?\s*\)|(?<![\w(])\d{1,2}\)")
+LETTERED_RE = re.compile(r"(?<![\w(])\(\s*[a-z]\s*\)")
+"""An item of a lettered list written in a sentence: "(a) ... (b) ... (c) ..."."""
 
 
 def _severity(rule: HouseRule, measure: float | None = None) -> Severity:
@@ -234,6 +236,15 @@ class Pass:
     """Blocks of the sections whose heading is in the slice: each counted in its section."""
 
 
+def _one_sentence_wall(block: Block, wall: HouseRule | None) -> bool:
+    """A paragraph that is one sentence, long enough that the wall-of-text rule blocks it:
+    the wall's finding says it, once."""
+    count = len(block.words)
+    if wall is None or not wall.limit or count <= wall.limit or _severity(wall, count) == "suggestion":
+        return False
+    return len(sentence_spans(block.prose)) == 1
+
+
 def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule]) -> None:
     """Sentences past the hard limit are reported one by one (blocks starting in the slice);
     those between the limit and the hard limit, and inline lists, are counted per section."""
@@ -254,14 +265,18 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
             if long_rule and long_rule.limit and count > long_rule.limit:
                 # An inline enumeration, "(1) ... (2) ...", or a run of three or more linked
                 # examples is a list written on one line, not a sentence the reader must hold.
-                listed = len(ENUMERATION_RE.findall(sentence)) >= 2 or len(inside) >= 3
+                listed = (
+                    len(ENUMERATION_RE.findall(sentence)) >= 2
+                    or len(LETTERED_RE.findall(sentence)) >= 3  # "(a) and (b)" is an argument's two halves
+                    or len(inside) >= 3
+                )
                 severity = "suggestion" if listed else _severity(long_rule, count)
                 if severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit):
                     severity = _far_past(long_rule, count)
                 if severity == "suggestion":
                     if id(block) in run.sectioned:
                         groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
-                elif id(block) in owned:
+                elif id(block) in owned and not _one_sentence_wall(block, rules.get("hs-wall-of-text")):
                     report.add(
                         long_rule.id,
                         f"{line}:{start}",

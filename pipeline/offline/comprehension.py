@@ -111,8 +111,12 @@ EXPLAINED_RE = re.compile(
 )
 
 
-GLOSS_RE = r"(?:(?:so[ -])?called|known\s+as|termed|dubbed)\s+[\"“‘'*_]*(?P<term>{terms})s?(?![A-Za-z])"
-"""A gloss that names a term where the text first describes it: (so) called "X", known as X."""
+GLOSS_RE = (
+    r"(?:(?:so[ -])?called|known\s+as|termed|dubbed)\s+[\"“‘'*_]*(?P<term>{terms})s?(?![A-Za-z])"
+    r"|(?<=[A-Za-z])\s+\([\"“‘'*_]*(?P<named>{terms})s?[\"”’'*_]*\)"
+)
+"""A gloss that names a term where the text first describes it: (so) called "X", known as X,
+or the name in brackets after what it names ("sign a statement (publish attestation)")."""
 
 
 def _code_name(term: str) -> str:
@@ -148,7 +152,7 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
     for block in view.paragraphs():
         for pattern in (gloss, bold):
             for match in pattern.finditer(block.text):
-                note(match.group("term"), block.line_at(match.start()))
+                note(match.group("term") or match.group("named"), block.line_at(match.start()))
         for match in coded.finditer(block.text) if coded else ():
             note(names[match.group("name")], block.line_at(match.start()))
     return found
@@ -193,6 +197,19 @@ def _links_to(view: ProseView, block: Block, line: int) -> bool:
     return any(href.startswith("#") and href[1:] in wanted for _, _, href in block.links)
 
 
+def _glossary_pointer(view: ProseView) -> int | None:
+    """The line where the text first points its reader at its glossary ("Check out the
+    [glossary](#glossary) for an overview of the terms ..."): from there on, a term the
+    glossary defines is one the reader knows where to find."""
+    names = {n.lower() for n in lexicon().glossary_names}
+    anchors = {h.anchor for h in view.headings if h.text.strip().lower().rstrip(":") in names}
+    for block in view.paragraphs():
+        for start, _, href in block.links:
+            if href.startswith("#") and href[1:] in anchors:
+                return block.line_at(start)
+    return None
+
+
 def _foreign_use_defined(
     view: ProseView, block: Block, match: re.Match[str], mark: tuple[bool, bool] | None, use: int, line: int
 ) -> bool:
@@ -228,6 +245,7 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
     pattern = re.compile(alternatives, re.IGNORECASE)
     last_def = max(line for line, _ in defs.values())
+    pointer = _glossary_pointer(view)
     explained: set[str] = set()
     for block in view.paragraphs(1, last_def):
         in_overview = (view.section_at(block.start) or "").lower() in overview
@@ -246,6 +264,8 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
                 continue
             if _glossary(view, block) and view.section_at(block.start) == view.section_at(defining.start):
                 continue  # a glossary entry naming another entry of the same glossary
+            if pointer is not None and pointer <= use and _glossary(view, defining):
+                continue  # the reader was pointed at the glossary that defines it
             if not seed and _foreign_use_defined(view, block, match, marks.get(term), use, line):
                 continue
             report.add(
