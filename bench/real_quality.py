@@ -39,6 +39,9 @@ proposals, cert-manager's design documents) was chosen and committed before the 
 it; until labels-held-out-6.toml exists its findings all count as unlabelled.
 ``held-out-7`` (Bevy's, npm's, Neon's and RisingWave's RFCs) was chosen and committed the
 same way; until labels-held-out-7.toml exists its findings all count as unlabelled.
+``held-out-8`` (Apache TVM's RFCs, Scala's improvement proposals, OpenXLA's RFCs, the OpenAPI
+Specification's proposals) was chosen and committed the same way; until labels-held-out-8.toml
+exists its findings all count as unlabelled.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ SETS = (
     "held-out-5",
     "held-out-6",
     "held-out-7",
+    "held-out-8",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -90,6 +94,7 @@ LABEL_FILES = {
     "held-out-5": "labels-held-out-5.toml",
     "held-out-6": "labels-held-out-6.toml",
     "held-out-7": "labels-held-out-7.toml",
+    "held-out-8": "labels-held-out-8.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
