@@ -435,6 +435,28 @@ def owned_blocks(view: ProseView, start: int, end: int) -> list[Block]:
     return out
 
 
+def quotations(view: ProseView) -> set[int]:
+    """The blocks of a block quote that a lead-in ending in a colon introduces ("Rejected per
+    @lornajane, with concurrence by @ralfhandl:"): someone else's words, which the document
+    quotes and its author does not rewrite (ids of the blocks)."""
+    quoted: set[int] = set()
+    lead_in = False
+    previous: Block | None = None
+    for block in view.blocks:
+        if block.in_quote:
+            opens = previous is None or not previous.in_quote
+            if opens:
+                lead_in = (
+                    previous is not None
+                    and previous.kind == "paragraph"
+                    and previous.text.rstrip().endswith(":")
+                )
+            if lead_in:
+                quoted.add(id(block))
+        previous = block
+    return quoted
+
+
 def audit(
     view: ProseView,
     start: int,
@@ -450,8 +472,9 @@ def audit(
     comprehension reviewer's (params/offline.toml, ``whole_document_rules``). ``seed``: the
     design is in the seed's shape, and is told of the house style's habits too."""
     report = Report(view.section_at)
-    mine = view.paragraphs(start, end)
-    sections = owned_blocks(view, start, end)
+    quoted = quotations(view)
+    mine = [b for b in view.paragraphs(start, end) if id(b) not in quoted]
+    sections = [b for b in owned_blocks(view, start, end) if id(b) not in quoted]
     both = list({id(b): b for b in [*mine, *sections]}.values())
     groups = Groups()
     groups.measure(view, sections)
