@@ -42,6 +42,9 @@ same way; until labels-held-out-7.toml exists its findings all count as unlabell
 ``held-out-8`` (Apache TVM's RFCs, Scala's improvement proposals, OpenXLA's RFCs, the OpenAPI
 Specification's proposals) was chosen and committed the same way; until labels-held-out-8.toml
 exists its findings all count as unlabelled.
+``held-out-9`` (Cedar's RFCs, Crystal's RFCs, Delta Lake's protocol RFCs, JAX's enhancement
+proposals) was chosen and committed the same way; until labels-held-out-9.toml exists its
+findings all count as unlabelled.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ SETS = (
     "held-out-6",
     "held-out-7",
     "held-out-8",
+    "held-out-9",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -95,6 +99,7 @@ LABEL_FILES = {
     "held-out-6": "labels-held-out-6.toml",
     "held-out-7": "labels-held-out-7.toml",
     "held-out-8": "labels-held-out-8.toml",
+    "held-out-9": "labels-held-out-9.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
