@@ -821,3 +821,41 @@ def test_words_quoted_from_someone_else_are_not_the_authors_to_rewrite(tmp_path:
     # A block quote the author writes (a note, no lead-in) is the author's own prose.
     own = review(repo(tmp_path / "n", text=head + "The reviewer agreed.\n\n" + long), "readability-auditor")
     assert [f.rule for f in own if f.severity == "should-fix"] == ["hs-sentence-length"]
+
+
+# Classes a ninth held-out set showed (Cedar's, Crystal's, Delta Lake's and JAX's RFCs)
+
+
+def test_a_full_stop_before_struck_or_emphasised_text_ends_the_sentence(tmp_path: Path) -> None:
+    # Delta Lake's managed commits RFC: "... to a table." (line 25), then a struck-through
+    # sentence "~~Delta files are ... 20 digits.~~" (line 26): two sentences of 34 words, not
+    # one of 68.
+    found = review(repo(tmp_path / "delta", "delta-rfc-managed-commits.md"), "readability-auditor")
+    assert not [f for f in found if f.rule == "hs-sentence-length" and f.line == 25], found
+    text = "It runs to a table.\n~~Delta files are the unit.~~\nThey are. *It is.* Then _so._ Yes."
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "It runs to a table.",
+        "~~Delta files are the unit.",
+        "They are.",
+        "*It is.",
+        "Then _so.",
+        "Yes.",
+    ]
+
+
+def test_a_term_in_the_preface_or_in_a_link_to_its_definition_is_not_used_undefined() -> None:
+    # Delta Lake's Iceberg V4 metadata RFC opens, before its Terminology section (line 6),
+    # with "[Apache Iceberg V4 adaptive metadata tree](https://...)" and "content metadata"
+    # (line 4): a preface, and a link to the page that defines the term.
+    found = _corpus("delta-rfc-iceberg-v4-metadata.md")
+    assert not [f for f in found if f.rule == "cr-term-order"], found
+    text = (
+        "# T\n\n{opening}\n\n## Claiming\n\nThe worker holds a {use} while it runs.\n\n"
+        "A.\n\nB.\n\nC.\n\nD.\n\n## Leases\n\nA **lease window** is the time a claim lasts.\n"
+    )
+    plain = text.format(opening="Jobs run.", use="lease window")
+    assert [f.line for f in comprehension_of(plain, True) if f.rule == "cr-term-order"] == [7]
+    preface = text.format(opening="Jobs hold a lease window.", use="claim")
+    assert not [f for f in comprehension_of(preface, True) if f.rule == "cr-term-order"]
+    linked = text.format(opening="Jobs run.", use="[lease window](https://example.org/leases)")
+    assert not [f for f in comprehension_of(linked, True) if f.rule == "cr-term-order"]

@@ -151,10 +151,14 @@ def test_borrowed_typography_rules_do_not_run_on_design_documents(tmp_path: Path
 
 
 def test_every_finding_has_its_line_and_an_exact_quote(tmp_path: Path) -> None:
-    d = repo(tmp_path, "react-0188-server-components.md")
-    lines = lines_of(d)
-    found = both(d)
-    assert found and all(f.line and f.quote and f.quote in lines[f.line - 1] for f in found)
+    # A KEP with findings of both roles (a long sentence, a repeated word, an acronym), and
+    # the same held to the seed (stamped, its lines one down).
+    for stamped in (False, True):
+        d = repo(tmp_path / str(stamped), "k8s-kep-1880-multiple-service-cidrs.md", stamped=stamped)
+        lines = lines_of(d)
+        found = both(d)
+        assert len({f.role or f.rule for f in found}) >= 2, found
+        assert all(f.line and f.quote and f.quote in lines[f.line - 1] for f in found), found
 
 
 def test_a_quote_elsewhere_is_re_anchored_and_a_quote_nowhere_is_flagged_not_dropped() -> None:

@@ -246,13 +246,14 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     pattern = re.compile(alternatives, re.IGNORECASE)
     last_def = max(line for line, _ in defs.values())
     pointer = _glossary_pointer(view)
+    preface = min((h.line for h in view.headings if h.level == 2), default=len(view.lines) + 1)
     explained: set[str] = set()
     for block in view.paragraphs(1, last_def):
-        in_overview = (view.section_at(block.start) or "").lower() in overview
+        # The text before the first section opens the document, as an overview does.
+        in_overview = (view.section_at(block.start) or "").lower() in overview or block.start < preface
         for match in pattern.finditer(block.prose):
-            href = block.link_at(match.start())
-            if href is not None and href.startswith("#"):
-                continue  # a table-of-contents entry
+            if block.link_at(match.start()) is not None:
+                continue  # a table-of-contents entry, or a link to the page that defines it
             term = " ".join(match.group(0).lower().split())
             # A use that explains itself ("X — i.e. ...", "X (...)"), the overview's included,
             # lets the reader on: what follows is a suggestion to define it properly.

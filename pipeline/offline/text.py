@@ -136,7 +136,7 @@ def clean(line: str, keep_code: bool = False) -> str:
 
 
 SPAN_SPLIT_RE = re.compile(
-    r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*\ue000])"
+    r"(?<=[.!?])(?:[\"”’)]|~~|[*_]{1,3})?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*_~\ue000])"
     # A line that ends without a mark, followed by a line that opens a new sentence, is two
     # sentences whose full stop is missing ("... with overflow\nThere are some tricks").
     r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n"
