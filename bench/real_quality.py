@@ -45,6 +45,9 @@ exists its findings all count as unlabelled.
 ``held-out-9`` (Cedar's RFCs, Crystal's RFCs, Delta Lake's protocol RFCs, JAX's enhancement
 proposals) was chosen and committed the same way; until labels-held-out-9.toml exists its
 findings all count as unlabelled.
+``held-out-10`` (Qiskit's RFCs, conda's enhancement proposals, Wagtail's RFCs, Buck2's RFCs)
+was chosen and committed the same way; until labels-held-out-10.toml exists its findings all
+count as unlabelled.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ SETS = (
     "held-out-7",
     "held-out-8",
     "held-out-9",
+    "held-out-10",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -100,6 +104,7 @@ LABEL_FILES = {
     "held-out-7": "labels-held-out-7.toml",
     "held-out-8": "labels-held-out-8.toml",
     "held-out-9": "labels-held-out-9.toml",
+    "held-out-10": "labels-held-out-10.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
