@@ -859,3 +859,14 @@ def test_a_term_in_the_preface_or_in_a_link_to_its_definition_is_not_used_undefi
     assert not [f for f in comprehension_of(preface, True) if f.rule == "cr-term-order"]
     linked = text.format(opening="Jobs run.", use="[lease window](https://example.org/leases)")
     assert not [f for f in comprehension_of(linked, True) if f.rule == "cr-term-order"]
+
+
+# A tenth held-out set (Qiskit's RFCs, conda's CEPs, Wagtail's RFCs, Buck2's RFCs)
+
+
+def test_a_pointer_that_leads_nowhere_says_what_it_promised() -> None:
+    # Buck2's BXL RFC ends on "... or split up the bxl and use inter-bxl caching described
+    # below." (line 241): the reader is told what the pointer promised, in the document's words.
+    found = [f for f in _corpus("buck2-rfc-bxl.md") if f.rule == "cr-dangling-ref"]
+    assert [(f.line, f.severity) for f in found] == [(241, "should-fix")]
+    assert "'or split up the bxl and use inter-bxl caching'" in found[0].message, found[0].message

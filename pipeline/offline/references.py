@@ -113,9 +113,10 @@ def _last_seen(view: ProseView) -> dict[str, int]:
 CLAUSE_RE = re.compile(r"[,;:()\[\]—–]|\s-\s")
 
 
-def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> set[str]:
+def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> tuple[set[str], str]:
     """What a pointer promises: the words of its own clause (an aside in parentheses, or the
-    clause between commas), else of the clause before it, within its sentence."""
+    clause between commas), else of the clause before it, within its sentence; with the
+    clause as written, for the message."""
     spans = sentence_spans(prose)
     first, last = next(((a, b) for a, b in spans if a <= start < b), (0, len(prose)))
     cuts = [first, *(m.start() for m in CLAUSE_RE.finditer(prose, first, last)), last]
@@ -125,8 +126,9 @@ def _pointer_subject(prose: str, start: int, end: int, skip: frozenset[str]) -> 
     subject = {w for w in content_words(clause) if w not in skip}
     if not subject:
         earlier = max((c for c in cuts if c < before), default=first)
-        subject = {w for w in content_words(prose[earlier:before]) if w not in skip}
-    return subject
+        clause = prose[earlier:before]
+        subject = {w for w in content_words(clause) if w not in skip}
+    return subject, " ".join(clause.split()).strip(" ,;:().")
 
 
 FIGURE_RE = re.compile(r"^\s*(?:[-*+]\s+)?!\[|<(?:img|figure|picture|svg)\b", re.IGNORECASE)
@@ -190,7 +192,7 @@ def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], d
         for match in pattern.finditer(block.prose):
             if _introduces(view, index, block, match):
                 continue
-            subject = _pointer_subject(block.prose, match.start(), match.end(), skip)
+            subject, written = _pointer_subject(block.prose, match.start(), match.end(), skip)
             later = sum(1 for w in subject if last.get(w, -1) > index)
             if subject and later * 2 < len(subject) and not _next_describes(view, index, subject):
                 dangling(
@@ -198,6 +200,6 @@ def _pointers(view: ProseView, block: Block, index: int, last: dict[str, int], d
                     match.start(),
                     match.end(),
                     f"{block.start}:{match.start()}",
-                    f"'{match.group(0)}', but nothing after it describes {', '.join(sorted(subject)[:4])}",
+                    f"'{match.group(0)}', but nothing after it describes what it promises: '{written[:80]}'",
                     "add what it promises, or remove the pointer",
                 )
