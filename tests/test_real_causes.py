@@ -210,7 +210,8 @@ def test_every_should_fix_the_auditor_raises_on_long_prose_is_fixed_by_the_fixer
     for doc, first, last in picks:
         lines = (REAL / doc).read_text(encoding="utf-8").split("\n")[first - 1 : last]
         body += ["## " + doc.split(".")[0], "", "\n".join(line.strip() for line in lines), ""]
-    text = "# Long prose\n\n## Overview\n\nA design made of long passages.\n\n" + "\n".join(body)
+    # A design designloop wrote (stamped), held to the house style's hard limits.
+    text = SEED_STAMP + "# Long prose\n\n## Overview\n\nA design made of long passages.\n\n" + "\n".join(body)
     d = repo(tmp_path, "react-0002-new-version-of-context.md")
     d.design.write_text(text, encoding="utf-8")
     flagged = [f for f in review(d, "readability-auditor") if f.blocking]

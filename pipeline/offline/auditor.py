@@ -234,15 +234,28 @@ class Pass:
     """Blocks that start in the slice: each reported on its own."""
     sectioned: set[int]
     """Blocks of the sections whose heading is in the slice: each counted in its section."""
+    seed: bool = True
+    """The design is in the seed's shape: held to the house style's hard limits."""
 
 
-def _one_sentence_wall(block: Block, wall: HouseRule | None) -> bool:
+def _length_severity(run: Pass, rule: HouseRule, count: float, severity: Severity) -> tuple[Severity, bool]:
+    """A length past the hard limit blocks a design in the seed's shape; in another project's
+    document only far past it (``hard_limit_far_past``), and short of that it is a suggestion
+    of its own, not counted with the section's habits (docs/offline.md, "Severity policy").
+    Returns the severity and whether the finding stands alone."""
+    if severity == "suggestion" or run.seed or _far_past(rule, count) != "suggestion":
+        return severity, False
+    return "suggestion", True
+
+
+def _one_sentence_wall(block: Block, wall: HouseRule | None, seed: bool = True) -> bool:
     """A paragraph that is one sentence, long enough that the wall-of-text rule blocks it:
     the wall's finding says it, once."""
     count = len(block.words)
-    if wall is None or not wall.limit or count <= wall.limit or _severity(wall, count) == "suggestion":
+    if wall is None or not wall.limit or count <= wall.limit:
         return False
-    return len(sentence_spans(block.prose)) == 1
+    blocks = _severity(wall, count) if seed else _far_past(wall, count)
+    return blocks != "suggestion" and len(sentence_spans(block.prose)) == 1
 
 
 def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule]) -> None:
@@ -273,10 +286,14 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                 severity = "suggestion" if listed else _severity(long_rule, count)
                 if severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit):
                     severity = _far_past(long_rule, count)
-                if severity == "suggestion":
+                severity, alone = _length_severity(run, long_rule, count, severity)
+                if severity == "suggestion" and not alone:
                     if id(block) in run.sectioned:
                         groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
-                elif id(block) in owned and not _one_sentence_wall(block, rules.get("hs-wall-of-text")):
+                elif id(block) in owned and not (
+                    severity != "suggestion"
+                    and _one_sentence_wall(block, rules.get("hs-wall-of-text"), run.seed)
+                ):
                     report.add(
                         long_rule.id,
                         f"{line}:{start}",
@@ -363,8 +380,11 @@ def _walls(
         severity = _severity(rule, count)
         if severity != "suggestion" and _reads_in_steps(block, sentence_limit):
             severity = _far_past(rule, count)
+        severity, alone = _length_severity(run, rule, count, severity)
+        if alone and len(sentence_spans(block.prose)) == 1:
+            continue  # one sentence: the long sentence's finding says it
         quote = block.quote(0, len(block.text), 60)
-        if severity == "suggestion":
+        if severity == "suggestion" and not alone:
             if id(block) in run.sectioned:
                 groups.add(rule.id, view.section_at(block.start), Place(block.start, quote, f"{count} words"))
         elif id(block) in owned:
@@ -480,7 +500,7 @@ def audit(
     groups.measure(view, sections)
     active = {k: r for k, r in rules.items() if k not in lexicon().whole_document_rules}
     _term_rules(sections, active, groups, view)
-    run = Pass(view, report, groups, {id(b) for b in mine}, {id(b) for b in sections})
+    run = Pass(view, report, groups, {id(b) for b in mine}, {id(b) for b in sections}, seed)
     _sentence_rules(run, both, active)
     sentence_rule = active.get("hs-sentence-length")
     _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
