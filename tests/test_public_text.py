@@ -421,14 +421,14 @@ def test_a_long_sentence_or_paragraph_that_reads_in_parts_does_not_block(tmp_pat
     # In the project's own document, length blocks only far past the hard limit (90 words,
     # 216): the 261-word paragraph and the 133-word item; the 76- and 84-word sentences are
     # suggestions of their own (docs/offline.md, "Severity policy").
-    blocking = {}
+    severities: dict[str, dict[int, str]] = {}
     for doc in ("go-57001-gotoolchain.md", "k8s-kep-1880-multiple-service-cidrs.md"):
         found = review(repo(tmp_path / f"{doc}-own", doc), "readability-auditor")
-        blocking[doc] = {
+        severities[doc] = {
             f.line: f.severity for f in found if f.rule.startswith("hs-") and f.line in {87, 89, 630}
         }
-    assert blocking["go-57001-gotoolchain.md"] == {87: "should-fix", 89: "suggestion"}
-    assert blocking["k8s-kep-1880-multiple-service-cidrs.md"] == {630: "suggestion"}
+    assert severities["go-57001-gotoolchain.md"] == {87: "should-fix", 89: "suggestion"}
+    assert severities["k8s-kep-1880-multiple-service-cidrs.md"] == {630: "suggestion"}
 
 
 def test_a_semicolon_is_the_joint_that_lets_a_long_sentence_read_in_halves(tmp_path: Path) -> None:
