@@ -48,6 +48,10 @@ findings all count as unlabelled.
 ``held-out-10`` (Qiskit's RFCs, conda's enhancement proposals, Wagtail's RFCs, Buck2's RFCs)
 was chosen and committed the same way; until labels-held-out-10.toml exists its findings all
 count as unlabelled.
+``held-out-11`` (Zarr's enhancement proposals, Julia's enhancement proposals, D's improvement
+proposals, Mozilla application services' architecture decision records) was chosen and
+committed the same way; until labels-held-out-11.toml exists its findings all count as
+unlabelled.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ SETS = (
     "held-out-8",
     "held-out-9",
     "held-out-10",
+    "held-out-11",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -105,6 +110,7 @@ LABEL_FILES = {
     "held-out-8": "labels-held-out-8.toml",
     "held-out-9": "labels-held-out-9.toml",
     "held-out-10": "labels-held-out-10.toml",
+    "held-out-11": "labels-held-out-11.toml",
 }
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
