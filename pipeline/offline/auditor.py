@@ -28,7 +28,6 @@ from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
     HouseRule,
-    doc_from_text,
     keywords,
     known_acronyms,
     lexicon,
@@ -134,11 +133,12 @@ class Groups:
             return count >= lex.group_share * max(size.paragraphs, 1)
         return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
-    def report(self, rules: dict[str, HouseRule], report: Report, seed: bool = True) -> None:
-        """One suggestion per section for each habit; in a document not in the seed's shape,
-        none for the house style's habits (``house_habits``, params/offline.toml)."""
+    def report(
+        self, rules: dict[str, HouseRule], report: Report, quiet: frozenset[str] = frozenset()
+    ) -> None:
+        """One suggestion per section for each habit, but for the rules in ``quiet``."""
         for (rule_id, section), found in self.places.items():
-            if not seed and rule_id in lexicon().house_habits:
+            if rule_id in quiet:
                 continue
             rule = rules[rule_id]
             places = self.padded(found) if rule_id in self.word_rules else found
@@ -504,9 +504,11 @@ def audit(
     _sentence_rules(run, both, active)
     sentence_rule = active.get("hs-sentence-length")
     _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
-    if seed or "hs-em-dash" not in lexicon().house_habits:
+    # Another project's document keeps its writer's style: none of the house style's habits.
+    quiet = frozenset() if seed else lexicon().house_habits
+    if "hs-em-dash" not in quiet:
         _dash_density(view, sections, active.get("hs-em-dash"), report)
-    groups.report(active, report, seed)
+    groups.report(active, report, quiet)
     found = report.findings()
     taken = {(f.line, (f.quote or "").lower()) for f in found}
     for item in prose_lint.lint(view, mine):
@@ -532,8 +534,6 @@ def run(params: SpawnParams, obs: Observations, floor: int = DEFAULT_FLOOR) -> R
         return guarded
     view, start, end = read_view(params, obs)
     rules = parse_house_style(obs.instructions)
-    seed = seed_shaped(doc_from_text("\n".join(view.lines) + "\n"), view)
-    findings = audit(
-        view, start, end, rules, known_acronyms(obs.instructions), keywords(obs.instructions), seed
-    )
+    known, words = known_acronyms(obs.instructions), keywords(obs.instructions)
+    findings = audit(view, start, end, rules, known, words, seed_shaped(view))
     return ReviewOutput.of(findings)

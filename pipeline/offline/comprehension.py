@@ -501,7 +501,7 @@ def review(
     """The comprehension reviewer's findings on a design; ``seed`` holds the document to the
     seed's rules or not (by default: whether it is in the seed's shape, seed_shaped)."""
     report = Report(view.section_at)
-    seed = seed_shaped(doc, view) if seed is None else seed
+    seed = seed_shaped(view) if seed is None else seed
     term_order(view, report, seed)
     acronym_order(view, report, acronyms.Lexicon(view, known, words), seed)
     dangling_refs(view, report)

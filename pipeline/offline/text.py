@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from pipeline.formats.design_doc import DesignDoc, parse_design
+from pipeline.formats.design_doc import STAMP_RE, DesignDoc, parse_design
 from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.prose import ProseView
 from pipeline.formats.textio import decode
@@ -372,13 +372,13 @@ def defined_acronyms(text: str) -> frozenset[str]:
 TLDR = "**TL;DR:**"
 
 
-def seed_shaped(doc: DesignDoc, view: ProseView) -> bool:
+def seed_shaped(view: ProseView) -> bool:
     """A design in the seed's shape: stamped by designloop, or with a section that opens
-    with the seed's ``**TL;DR:**`` line. Its author answers to the seed's rules in full."""
-    if doc.stamped:
+    with the seed's ``**TL;DR:**`` line. Its author answers to the seed's rules in full. Read
+    off the prose view alone (no second parse of the document)."""
+    if view.lines and STAMP_RE.match(view.lines[0]):
         return True
-    for section in doc.body_sections():
-        paras = view.paragraphs(section.start + 1, section.end)
-        if paras and paras[0].text.startswith(TLDR):
-            return True
-    return False
+    return any(
+        block.kind == "paragraph" and block.text.startswith(TLDR) and previous.kind == "heading"
+        for previous, block in zip(view.blocks, view.blocks[1:], strict=False)
+    )
