@@ -23,15 +23,15 @@ from typing import Literal
 from pydantic_ai import RunContext, Tool
 
 from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
-from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
-from pipeline.formats.claims_ledger import LEDGER_NAMES
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
+from pipeline.grounding.ledger import LEDGER_NAMES
+from pipeline.grounding.psi import CodeIndex, answer, build_index
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
 
