@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import InputError
 from pipeline.formats.textio import enclosing_repository
+from pipeline.settings import load_toml
 from pipeline.settings import repo_root as find_repo_root
 from pipeline.validation import toml_locator, toml_name, validated
 
@@ -126,14 +126,7 @@ def configured_code_root(root: Path) -> Path | None:
     """The code root a design directory's designloop.toml names (``code_root``), if any."""
     if not (root / DIR_PARAMS).is_file():
         return None
-    try:
-        data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"invalid TOML: {exc}",
-            file=root / DIR_PARAMS,
-            hint="fix the TOML syntax of the design directory's designloop.toml",
-        ) from None
+    data = load_toml(root / DIR_PARAMS)
     value = dir_params(data, root / DIR_PARAMS).code_root
     if value is None:
         return None

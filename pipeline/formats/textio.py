@@ -1,6 +1,7 @@
 """Reading text strictly and writing it atomically.
 
-Every file designloop reads goes through :func:`read_text`, which turns missing,
+Every text file designloop reads goes through :func:`read_text`, which reads it through the
+confinement guard (pipeline.confinement: nothing outside the repository) and turns missing,
 unreadable or non-UTF-8 files into :class:`InputError` values naming the file and the
 byte offset. Every file it rewrites goes through :func:`atomic_write`: a temporary file
 in the same directory, flushed and renamed over the target, so a crash never leaves a
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.errors import InputError
 from pipeline.formats.space import FULL, out_of_space
 
@@ -88,18 +89,30 @@ MISSING = {
 """What to do about a missing input, by what it is (a flag's file: check the path)."""
 
 
-def read_text(path: Path, *, what: str = "file") -> TextFile:
-    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. Only a
-    regular file is read (a FIFO or a device could block or never end), and one of at most
-    ``MAX_INPUT`` bytes."""
+def read_text(path: Path, *, what: str = "file", root: Path | None = None) -> TextFile:
+    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. The read
+    is confined to ``root`` (by default the repository the path lies in; pipeline.confinement);
+    only a regular file is read (a FIFO or a device could block or never end), and one of at
+    most ``MAX_INPUT`` bytes."""
     try:
-        _regular(path, what)
-        data = path.read_bytes()
+        data = confinement.read_bytes(path, root, what=what, limit=MAX_INPUT)
     except FileNotFoundError:
         raise InputError(f"{what} not found", file=path, hint=MISSING.get(what, "check the path")) from None
     except IsADirectoryError:
         raise InputError(
             f"{what} is a directory, not a file", file=path, hint="pass the file's path"
+        ) from None
+    except confinement.NotRegularFile:
+        raise InputError(
+            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
+            file=path,
+            hint="pass a text file",
+        ) from None
+    except confinement.TooLarge as exc:
+        raise InputError(
+            f"{what} is {exc.size} bytes, more than any design document ({MAX_INPUT} at most)",
+            file=path,
+            hint="pass the document itself",
         ) from None
     except PermissionError:
         raise InputError(
@@ -112,24 +125,6 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
             hint="check the path and the file's permissions",
         ) from None
     return decode(data, path)
-
-
-def _regular(path: Path, what: str) -> None:
-    info = path.stat()  # errors: the caller's except clauses name them
-    if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(
-            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
-            file=path,
-            hint="pass a text file",
-        )
-    if info.st_size > MAX_INPUT:
-        raise InputError(
-            f"{what} is {info.st_size} bytes, more than any design document ({MAX_INPUT} at most)",
-            file=path,
-            hint="pass the document itself",
-        )
 
 
 def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
@@ -152,13 +147,8 @@ def umask() -> int:
     return mask
 
 
-def enclosing_repository(path: Path) -> Path | None:
-    """The nearest directory at or above ``path`` (as given, links not followed) holding ``.git``."""
-    here = Path(os.path.abspath(path))
-    for candidate in (here, *here.parents):
-        if os.path.lexists(candidate / ".git"):
-            return candidate
-    return None
+enclosing_repository = confinement.repository_of
+"""The nearest directory at or above a path (as given, links not followed) holding ``.git``."""
 
 
 def check_write_target(path: Path, root: Path | None = None) -> None:
