@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pipeline import confinement
+from pipeline.bounded import load_json
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write
 from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
@@ -138,8 +139,9 @@ def walk(
 def byproducts(runs_dir: Path, repo_root: Path) -> tuple[Path, ...]:
     """designloop's outputs recorded as written into ``repo_root`` (absolute, resolved)."""
     try:
-        data = json.loads(confinement.read_bytes(runs_dir / BYPRODUCTS, runs_dir, limit=MAX_BYPRODUCTS))
-    except (OSError, ValueError, InputError):
+        raw = confinement.read_bytes(runs_dir / BYPRODUCTS, runs_dir, limit=MAX_BYPRODUCTS)
+        data = load_json(raw, file=runs_dir / BYPRODUCTS, what="byproducts record", hint="")
+    except (OSError, InputError):
         return ()
     paths = data.get("paths") if isinstance(data, dict) else None
     if not isinstance(paths, list):
