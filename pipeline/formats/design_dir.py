@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import InputError
-from pipeline.formats.textio import enclosing_repository
+from pipeline.formats.textio import enclosing_repository, sweep_debris
 from pipeline.settings import load_toml
 from pipeline.settings import repo_root as find_repo_root
 from pipeline.validation import toml_locator, toml_name, validated
@@ -108,6 +108,8 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             hint="keep the design directory inside the repository; replace the link by the directory",
         )
     repo = find_repo_root(root)
+    # What a write killed mid-way left is swept before anything reads the directory.
+    sweep_debris(root, root / "_workflow")
     if code_root is None:
         code_root = configured_code_root(root)
     code = (code_root or repo).resolve()

@@ -12,8 +12,12 @@ a link where designloop writes is refused before anything is written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
+import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,7 +206,7 @@ def _replace(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -215,6 +219,59 @@ def _replace(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _writer() -> str:
+    """The temporary file's mark of who writes it: ``dl-<host>-<pid>``, so that the next command
+    can tell a writer that died (kill -9) from one still writing (:func:`sweep_debris`)."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"dl-{host}-{os.getpid()}"
+
+
+TEMP_RE = re.compile(r"^\..+\.dl-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[^/]*\.tmp$")
+LEGACY_TEMP_RE = re.compile(r"^\.(?:design[\w.-]*\.md|[\w.-]+\.claims\.json)\.[a-z0-9_]{8}\.tmp$")
+"""A temporary file named before writers marked theirs (swept once it is an hour old)."""
+LEGACY_AGE = 3600.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def sweep_debris(*directories: Path) -> list[Path]:
+    """Remove what an atomic write killed mid-way (kill -9, a power cut) left in ``directories``:
+    the temporary files whose writer on this machine is gone (another machine's are left to it),
+    and unmarked ones an hour old. Returns what was removed; nothing else is ever touched."""
+    host = _writer().split("-")[1]
+    removed: list[Path] = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            path = directory / name
+            match = TEMP_RE.match(name)
+            if match is not None:
+                stale = match.group("host") == host and not _alive(int(match.group("pid")))
+            elif LEGACY_TEMP_RE.match(name):
+                try:
+                    stale = time.time() - path.lstat().st_mtime > LEGACY_AGE
+                except OSError:
+                    continue
+            else:
+                continue
+            if stale and not path.is_symlink() and path.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 def atomic_write(path: Path, text: str, *, newline: str = "\n", bom: bool = False) -> None:
