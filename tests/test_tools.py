@@ -97,12 +97,15 @@ def test_bash_allow_list(repo) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_a_listed_command_that_is_not_installed_says_so(repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    tools = ("Read", "Grep", "Write", "Edit", "Bash", "PSI")
+    ctx = Ctx(
+        ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design, tools=tools)
+    )
     monkeypatch.setenv("PATH", str(repo.repo_root / "no-such-bin"))
     out = bash(ctx, "rg -n refill code")  # type: ignore[arg-type]
     assert out.startswith("error: rg is not installed on this machine")
-    assert "grep" in out and "Grep tool" in out
-    assert "No such file" not in out
+    assert "the grep tool" in out and "the read tool" in out, "the tools the role has"
+    assert "Glob" not in out and "No such file" not in out
 
 
 def test_grep_and_glob_skip_version_control(repo) -> None:  # type: ignore[no-untyped-def]
