@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _design(directory: Path) -> DesignDir:
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.formats.design_dir import open_design_dir
 
     return open_design_dir(resolve(directory) or directory)

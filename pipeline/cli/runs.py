@@ -199,7 +199,7 @@ def present(
 def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:
     """create or final: check everything, take the directory's lock, refuse to overwrite later
     work (unless --force), start the run and take it to its end."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.fleet.rows import fingerprint
     from pipeline.runs.fingerprint import Fingerprints
     from pipeline.runs.overwrite import later_work
