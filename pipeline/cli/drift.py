@@ -21,8 +21,8 @@ from pipeline.cli.output import emit_json, write
 from pipeline.errors import DesignloopError, ExitCode, InputError
 
 if TYPE_CHECKING:
-    from pipeline.agents.drift import ClaimState
     from pipeline.formats.findings import Finding
+    from pipeline.grounding.drift import ClaimState
 
 
 @dataclass(slots=True)
@@ -117,8 +117,8 @@ def _check_sarif(sarif: Path | None) -> Path | None:
 
 
 def drift_report(directories: list[Path]) -> DriftReport:
-    from pipeline.agents.drift import Drift
-    from pipeline.formats.claims_ledger import design_files, ledger_path, load_ledger
+    from pipeline.grounding.drift import Drift
+    from pipeline.grounding.ledger import design_files, ledger_path, load_ledger
     from pipeline.settings import repo_root
 
     report = DriftReport()
@@ -161,7 +161,7 @@ def drift(
 
     Exit 0 every claim current, 1 any stale, 2 bad input.
     """
-    from pipeline.formats.claims_ledger import claim_directories
+    from pipeline.grounding.ledger import claim_directories
 
     target = _check_sarif(sarif)
     report = drift_report(claim_directories(directories, Path.cwd()))
@@ -211,8 +211,8 @@ def claims(directories: DirsArg, as_json: JsonOpt = False) -> None:
 
     Exit 0, or 2 on bad input.
     """
-    from pipeline.agents.claims import Grounding
-    from pipeline.formats.claims_ledger import claim_directories, design_files, ledger_path
+    from pipeline.grounding.claims import Grounding
+    from pipeline.grounding.ledger import claim_directories, design_files, ledger_path
     from pipeline.settings import repo_root
 
     found = claim_directories(directories, Path.cwd())

@@ -22,6 +22,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from pipeline.agents.cache import RequestCache
+from pipeline.bounded import load_json
 from pipeline.errors import InputError
 from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
@@ -247,12 +248,12 @@ class LocalStore:
 
 def load_batch_file(path: Path) -> BatchRecord:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_bytes(), file=path, what="batch record", hint="run the batch again")
     except FileNotFoundError:
         raise InputError(
             "no such batch", file=path, hint="the batch ids are the names under runs/batches/"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise InputError(
             f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
         ) from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.design_dir import DesignDir
@@ -40,7 +41,7 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
     before = deps.before(path)
     if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
         return None
-    now = path.read_bytes()
+    now = confinement.read_bytes(path)
     head = before.split(b"\n", 1)[0] + b"\n"
     if now.startswith(head):
         return None
