@@ -35,7 +35,7 @@ class BareCommand(InputError):
     """A command or group given nothing to do: its help is the whole message (exit 2)."""
 
     def render(self) -> str:
-        return self.message
+        return f"{self.message}\n  what to do: {self.hint}"
 
 
 def _usage_error(exc: BaseException) -> InputError | None:
@@ -48,7 +48,8 @@ def _usage_error(exc: BaseException) -> InputError | None:
     ctx = getattr(exc, "ctx", None)
     message = str(format_message())
     if ctx is not None and message == ctx.get_help():  # a bare command or group: its help, whole
-        return BareCommand(message)
+        where = str(getattr(ctx, "command_path", "") or "designloop")
+        return BareCommand(message, hint=f"give {where} what its usage above asks for")
     where = str(getattr(ctx, "command_path", "") or "designloop")
     # "designloop: create: No such option: --bogus", the program named once
     command = where.removeprefix("designloop").strip()

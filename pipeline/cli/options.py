@@ -111,6 +111,17 @@ QuietOpt = Annotated[
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="print each step as a line on stderr as it happens")
 ]
+OutputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        metavar="FORMAT",
+        help="text, json, sarif, github (workflow commands), rdjson (reviewdog) or junit",
+    ),
+]
+OutputFileOpt = Annotated[
+    Path | None, typer.Option("--output-file", "-o", metavar="FILE", help="write the output to FILE")
+]
 NoDiffOpt = Annotated[bool, typer.Option("--no-diff", help="leave the diff out of what is printed")]
 
 
@@ -136,6 +147,13 @@ def choice(flag: str, value: str, allowed: tuple[C, ...]) -> C:
     raise InputError(
         f"{flag} {value!r} is not one of {', '.join(allowed)}", hint=f"{guess}e.g. {flag} {allowed[0]}"
     )
+
+
+def output_format(value: str | None, default: str) -> str:
+    """``--output-format``, checked against the emitters (cli/emitters.py)."""
+    from pipeline.cli.emitters import FORMATS
+
+    return choice("--output-format", value if value is not None else default, FORMATS)
 
 
 def parse_fail_on(value: str | None) -> FailOn | None:
