@@ -249,6 +249,8 @@ class ResumeFlags:
     max_requests: int | None = None
     show: Show = Show()
     approve_if_ready: bool = False
+    force: bool = False
+    """Go on over work recorded after the run started (kept under the run's directory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
