@@ -114,7 +114,14 @@ def decide(
             f"the run would end PASS though {why}",
             hint="this is a defect in designloop; the run stays resumable and nothing was logged",
         )
-    deps.events.emit(VerdictCheck(round=state.round, outcome=verdict, remaining=len(standing.remaining)))
+    deps.events.emit(
+        VerdictCheck(
+            round=state.round,
+            outcome=verdict,
+            remaining=len(standing.remaining),
+            declined=len(standing.declined),
+        )
+    )
     return {"outcome": Outcome(verdict=verdict, remaining=standing.remaining, declined=standing.declined)}
 
 
@@ -226,5 +233,6 @@ def record_outcome(deps: RunDeps, state: RunStateBase, line: str) -> None:
                 rounds=state.round,
                 review_log_entry=state.review_entry,
                 findings=state.outcome.remaining,
+                declined=state.outcome.declined,
             )
         )
