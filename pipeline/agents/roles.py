@@ -14,6 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationInfo, field_validator
 
+from pipeline import confinement
 from pipeline.agents.shell import describe, installed
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
@@ -218,9 +219,9 @@ def workflow_definitions(repo_root: Path | None = None) -> list[tuple[str, bytes
     for kind in ("agents", "prompts"):
         for directory in reversed(_dirs(kind, repo_root)):  # shipped first, overrides win
             for path in sorted(directory.glob("*.md")):
-                found[f"{kind}/{path.name}"] = path.read_bytes()
+                found[f"{kind}/{path.name}"] = confinement.read_bytes(path)
     for path in sorted(data_dir("params").glob("*.toml")):
-        found[f"params/{path.name}"] = path.read_bytes()
+        found[f"params/{path.name}"] = confinement.read_bytes(path)
     if repo_root is not None and (repo_root / USER_PARAMS).is_file():
         user = {k: v for k, v in load_toml(repo_root / USER_PARAMS).items() if k not in NOT_WORKFLOW}
         if user:

@@ -22,21 +22,24 @@ from typing import Literal
 
 from pydantic_ai import RunContext, Tool
 
+from pipeline import confinement
 from pipeline.agents.command_line import ShellSyntax, Word, split_command
 from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
-from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
 from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
-from pipeline.formats.claims_ledger import LEDGER_NAMES
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
+from pipeline.grounding.ledger import LEDGER_NAMES
+from pipeline.grounding.psi import CodeIndex, answer, build_index
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
 
 MAX_READ_CHARS = 400_000
+MAX_FILE_BYTES = 64 << 20
+"""The largest file Read opens (a page of it is returned; a larger file is no text to review)."""
 MAX_MATCHES = 200
 
 
@@ -105,9 +108,10 @@ class ToolContext:
         The spawn prompt's params token names the spawn's own params file."""
         if raw.strip() == PARAMS_TOKEN and self.params_path is not None:
             return self.params_path.resolve()
-        real = self._absolute(raw).resolve()
-        if not real.is_relative_to(self.repo_root):
-            raise self.refuse(f"{raw}: outside the repository root")
+        try:
+            real = confinement.confined(self._absolute(raw), self.repo_root)
+        except confinement.OutsideRepository:
+            raise self.refuse(f"{raw}: outside the repository root") from None
         if self.private.covers(real):
             raise self.refuse(
                 f"{raw}: run records, the model-call cache and other spawns' params files are not readable"
@@ -185,7 +189,11 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return "\n".join(entries) if entries else "(empty directory)"
     if not real.is_file():
         return f"error: {path}: no such file"
-    data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
+    try:
+        raw = confinement.read_bytes(real, deps.repo_root, limit=MAX_FILE_BYTES)
+    except (OSError, confinement.OutsideRepository) as exc:
+        return f"error: {path}: cannot be read ({exc})"
+    data = deps.visible(real, raw.decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
     return _page(file_lines(data), offset, limit)
 
@@ -217,7 +225,7 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
     if base.is_file():
         return [base]
     found: list[Path] = []
-    for path in walk(base, lambda p: deps.private.covers(p.resolve())):
+    for path in walk(base, lambda p: deps.private.covers(p.resolve()), root=deps.repo_root):
         real = path.resolve()
         if deps.views is not None and real not in deps.views:
             continue
@@ -258,8 +266,8 @@ def search(
         if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(file.name, glob):
             continue
         try:
-            text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            text = deps.visible(file.resolve(), confinement.read_bytes(file, deps.repo_root).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, confinement.OutsideRepository):
             continue
         lines = [line.removesuffix("\n") for line in file_lines(text)]
         for number, line in enumerate(lines, start=1):
@@ -382,7 +390,10 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
         return _refusal(exc)
     if not target.is_file():
         return f"error: {path}: no such file; write it first"
-    text = target.read_text(encoding="utf-8")
+    try:
+        text = confinement.read_bytes(target, deps.repo_root).decode("utf-8")
+    except (OSError, UnicodeDecodeError, confinement.OutsideRepository) as exc:
+        return f"error: {path}: cannot be read ({exc})"
     count = text.count(old_string)
     if count != 1:
         return f"error: old_string occurs {count} times; it must occur exactly once"

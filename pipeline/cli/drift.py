@@ -19,8 +19,8 @@ from pipeline.cli.argv import ArgParser, emit
 from pipeline.errors import DesignloopError, ExitCode, InputError
 
 if TYPE_CHECKING:
-    from pipeline.agents.drift import ClaimState
     from pipeline.formats.findings import Finding
+    from pipeline.grounding.drift import ClaimState
 
 
 @dataclass(slots=True)
@@ -115,8 +115,8 @@ def _check_sarif(sarif: Path | None) -> Path | None:
 
 
 def drift_report(directories: list[Path]) -> DriftReport:
-    from pipeline.agents.drift import Drift
-    from pipeline.formats.claims_ledger import design_files, ledger_path, load_ledger
+    from pipeline.grounding.drift import Drift
+    from pipeline.grounding.ledger import design_files, ledger_path, load_ledger
     from pipeline.settings import repo_root
 
     report = DriftReport()
@@ -156,7 +156,7 @@ def run_drift(argv: list[str]) -> int:
     p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--sarif", type=Path, help="also write the stale claims as SARIF 2.1.0 to this file")
     args = p.parse_args(argv)
-    from pipeline.formats.claims_ledger import claim_directories
+    from pipeline.grounding.ledger import claim_directories
 
     target = _check_sarif(args.sarif)
     report = drift_report(claim_directories(args.directories, Path.cwd()))
@@ -174,8 +174,8 @@ def run_drift(argv: list[str]) -> int:
 def _write_sarif(target: Path, report: DriftReport) -> None:
     from pipeline.checks.table import Rule
     from pipeline.cli.render import to_sarif
-    from pipeline.formats.claims import claim_rules
     from pipeline.formats.textio import atomic_write
+    from pipeline.grounding.mentions import claim_rules
 
     rules = {
         rule: Rule(rule, "should-fix" if severity == "should-fix" else "suggestion", False, summary)
@@ -216,8 +216,8 @@ def run_claims(argv: list[str]) -> int:
     p.add_argument("directories", nargs="+", help="design directories or globs, e.g. 'docs/adr/*'")
     p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
     args = p.parse_args(argv)
-    from pipeline.agents.claims import Grounding
-    from pipeline.formats.claims_ledger import claim_directories, design_files, ledger_path
+    from pipeline.grounding.claims import Grounding
+    from pipeline.grounding.ledger import claim_directories, design_files, ledger_path
     from pipeline.settings import repo_root
 
     directories = claim_directories(args.directories, Path.cwd())

@@ -35,7 +35,7 @@ from pipeline.formats.kinds import EDIT_KINDS, is_edit_kind
 
 if TYPE_CHECKING:
     from pipeline.formats.edit_request import Choice, EditRequest
-    from pipeline.formats.staleness import StaleQuestion
+    from pipeline.formats.sync_reconcile import StaleQuestion
 
 KINDS = ", ".join(EDIT_KINDS)
 

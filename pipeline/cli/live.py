@@ -244,13 +244,22 @@ class LiveState:
 
 class LiveView:
     def __init__(self, kind: Kind) -> None:
+        from pipeline.cli.output import console
+
         self.state = LiveState(kind)
+        # The console exists before the Live: Live renders once as it is made, and the view's
+        # height is the console's.
+        self.console = console()
         self.live = Live(
-            get_renderable=self._render, refresh_per_second=4, transient=False, vertical_overflow="crop"
+            console=self.console,
+            get_renderable=self._render,
+            refresh_per_second=4,
+            transient=False,
+            vertical_overflow="crop",
         )
 
     def _render(self) -> RenderableType:
-        return self.state.render(self.live.console.size.height)
+        return self.state.render(self.console.size.height)
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()

@@ -152,7 +152,7 @@ class Wrote(BaseEvent):
 
 class ClaimsLedgered(BaseEvent):
     """The claims ledger of every document the run writes, refreshed by the finish from the
-    bytes on disk and the code (formats.claims_ledger): how many claims each holds, and what
+    bytes on disk and the code (grounding.ledger): how many claims each holds, and what
     the resolution skipped (a code file not UTF-8 or too big)."""
 
     type: Literal["claims"] = "claims"

@@ -17,6 +17,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, CreationKind
@@ -90,7 +91,7 @@ def later_work(design: DesignDir, kind: CreationKind, store: RunStore) -> Overwr
     for path in output_files(design, kind):
         if not path.is_file():
             continue
-        now = hashlib.sha256(path.read_bytes()).hexdigest()
+        now = hashlib.sha256(confinement.read_bytes(path)).hexdigest()
         name = path.relative_to(design.root).as_posix()
         known = [k for k in (_from_log(entries, name), _from_runs(store, directory, design.rel(path))) if k]
         if not known or any(digest == now for digest, _ in known):

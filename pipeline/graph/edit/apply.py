@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
 from pipeline.formats.contracts import EditorOutput
@@ -42,7 +43,7 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
     before = deps.before(path)
     if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
         return None
-    now = path.read_bytes()
+    now = confinement.read_bytes(path)
     head = before.split(b"\n", 1)[0] + b"\n"
     if now.startswith(head):
         return None
