@@ -419,11 +419,12 @@ def _expanded(deps: ToolContext, words: list[Word]) -> list[str]:
         if word.pattern is None or Path(word.pattern).is_absolute() or word.pattern.startswith("~"):
             out.append(word.text)
             continue
-        found = []
-        for rel in sorted(globbing.glob(word.pattern, root_dir=deps.repo_root)):
-            real = (deps.repo_root / rel).resolve()
-            if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
-                found.append(rel)
+        found = [
+            rel
+            for rel in sorted(globbing.glob(word.pattern, root_dir=deps.repo_root))
+            if confinement.inside(deps.repo_root / rel, deps.repo_root)
+            and not deps.is_forbidden((deps.repo_root / rel).resolve())
+        ]
         out += found or [word.text]
     return out
 

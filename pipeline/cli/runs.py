@@ -179,7 +179,8 @@ def present(
     from pipeline.cli.output import console, is_terminal, pasteable, write
 
     summary = run_dir / "summary.md"
-    outcome = result.to_json()["outcome"]
+    said = result.to_json()
+    outcome = said["outcome"]
     shown = result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE)
     if shown and summary.is_file() and not show.quiet:
         text = summary.read_text(encoding="utf-8")
@@ -203,7 +204,10 @@ def present(
     reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
     for rev in revisions or []:
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
-    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
+    declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
+    if declined:
+        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
     if next_step:  # the last line: what to do next
         say(next_step, plain=True)
 
