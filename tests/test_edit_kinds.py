@@ -309,9 +309,10 @@ def test_a_partly_declined_instruction_never_ends_a_plain_pass(tmp_path: Path) -
             str(tmp_path / "runs"),
         ]
     )
-    last = result.out.strip().splitlines()[-2:]
+    last = result.out.strip().splitlines()[-3:]
     assert result.code == 0 and ": PASS, 1 part(s) of the instruction declined" in last[0], last
     assert last[1].startswith("declined: make it shorter"), last
+    assert last[2].startswith("next: designloop approve "), "the next step stays the last line"
 
 
 def test_an_instruction_no_rule_can_carry_out_changes_nothing_and_says_so(tmp_path: Path) -> None:
