@@ -19,7 +19,7 @@ import pytest
 from conftest import CliResult, write
 
 from pipeline import confinement
-from pipeline.agents.psi import build_index
+from pipeline.grounding.psi import build_index
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipeline"

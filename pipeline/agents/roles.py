@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationInfo, field_validator
 
 from pipeline import confinement
+from pipeline.agents.shell import describe, installed
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
 from pipeline.settings import USER_PARAMS, data_dir, load_limits, load_toml
@@ -25,9 +26,11 @@ WRITE_TOOLS = frozenset({"Write", "Edit"})
 OVERRIDE_DIR = ".designloop"
 SETTING_FLOOR = "{whole_doc_floor}"
 """Where an agent's instructions quote ``[partition] whole_doc_floor``."""
+BASH_COMMANDS = "{bash_commands}"
+"""Where an agent's instructions list the commands the Bash tool runs on this machine."""
 NOT_WORKFLOW = frozenset({"models", "worker"})
 """Tables of a user's designloop.toml that do not change what a run does to a design."""
-Output = Literal["review", "author"]
+Output = Literal["review", "author", "editor"]
 Tier = Literal["strong", "fast"]
 
 
@@ -186,12 +189,15 @@ def load_prompt(name: str, repo_root: Path | None = None) -> str:
 
 def instructions_for(role: RoleDef, repo_root: Path | None = None) -> str:
     """The role's full instructions: its body followed by the shared prompts it names, with the
-    settings they quote (``{whole_doc_floor}``) filled in from the run's params."""
+    settings they quote (``{whole_doc_floor}``) filled in from the run's params and the
+    commands the Bash tool runs (``{bash_commands}``) as found on this machine at start-up."""
     parts = [role.body.rstrip()]
     parts += [load_prompt(name, repo_root).rstrip() for name in role.prompts]
     text = "\n\n".join(parts) + "\n"
     if SETTING_FLOOR in text:
         text = text.replace(SETTING_FLOOR, str(load_limits(repo_root).whole_doc_floor))
+    if BASH_COMMANDS in text:
+        text = text.replace(BASH_COMMANDS, describe(installed()) or "none is installed on this machine")
     return text
 
 

@@ -10,7 +10,7 @@ starts. ``--force`` starts a new run whatever the skip and the later work say.
 
 With ``--stale-only`` the skip goes by the design inputs (everything but the code) and the
 claims ledgers of what the last run wrote: a directory is skipped when those inputs and
-outputs are unchanged and every claim is still current (agents.drift), so a code change no
+outputs are unchanged and every claim is still current (grounding.drift), so a code change no
 claim rests on runs nothing.
 """
 
@@ -23,7 +23,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.drift import stale_claims
 from pipeline.agents.session import SessionOptions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
@@ -32,6 +31,7 @@ from pipeline.formats.kinds import CreationKind
 from pipeline.formats.revisions import Revision, file_of
 from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
+from pipeline.grounding.drift import stale_claims
 from pipeline.runs.fingerprint import Fingerprints, output_files, outputs_digest
 from pipeline.runs.lifecycle_read import Directory, revision_stores
 from pipeline.runs.overwrite import Overwrite, later_work

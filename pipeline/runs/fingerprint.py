@@ -43,9 +43,9 @@ from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.approvals import NAME as APPROVALS
-from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
+from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
 
 BIG = 4 * 2**20
 CHUNK = 2**20

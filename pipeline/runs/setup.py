@@ -23,8 +23,8 @@ from pipeline.formats.edit_request import Choice, EditRequest
 from pipeline.formats.kinds import CREATION_KINDS, MECHANICS_EDIT, PHASE1, PHASE4, CreationKind, Kind
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.space import space_error
-from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
+from pipeline.formats.sync_reconcile import StaleQuestion, detect, resolve
 from pipeline.runs.event_log import EventLog
 from pipeline.runs.events import RunStarted, Stopped
 from pipeline.runs.overwrite import Overwrite, since_started
@@ -127,7 +127,7 @@ def plan_run(
 
 
 def settle(req: EditRequest, d: DesignDir, choose: Chooser | None) -> EditRequest:
-    """Ask the staleness question when the edit's quote is stale (formats.staleness)."""
+    """Ask the staleness question when the edit's quote is stale (formats.sync_reconcile)."""
     question = detect(req, d, read_live)
     if question is None:
         return req

@@ -26,9 +26,9 @@ from pathlib import Path
 from tree_sitter import Node, Tree
 
 from pipeline import confinement
-from pipeline.agents.psi import CodeIndex, LanguageSpec, Symbol, index_file, language_of, parser_for
-from pipeline.agents.psi_text import bare_name, text_definitions
-from pipeline.formats.claims import claim_rules
+from pipeline.grounding.mentions import claim_rules
+from pipeline.grounding.psi import CodeIndex, LanguageSpec, Symbol, index_file, language_of, parser_for
+from pipeline.grounding.psi_text import bare_name, text_definitions
 
 MAX_TEXT_SPAN = 400
 """A text definition (a file no grammar reads) runs at most this many lines."""

@@ -18,8 +18,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pipeline import confinement
 from pipeline.bounded import Unbounded, load_json
 from pipeline.errors import InputError
-from pipeline.formats.claims import MentionKind
+from pipeline.formats.spawn_params import ClaimRef
 from pipeline.formats.textio import atomic_write, read_text
+from pipeline.grounding.mentions import MentionKind
 
 LEDGER_FORMAT = 1
 SUFFIX = ".claims.json"
@@ -69,24 +70,9 @@ class ClaimEntry(BaseModel):
     literals: list[str] = []
     """The values its sentence quotes that the span holds (numbers normalised)."""
 
-
-class ClaimRef(BaseModel):
-    """A claim as a reviewer is handed it: the draft's line and sentence, and the code span
-    (``file``, lines ``first`` to ``last``) the sentence rests on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    line: int
-    quote: str
-    mention: str
-    symbol: str | None = None
-    file: str
-    first: int
-    last: int
-
-    @classmethod
-    def of(cls, entry: ClaimEntry) -> ClaimRef:
-        return cls.model_validate(entry.model_dump(include=set(cls.model_fields)))
+    def ref(self) -> ClaimRef:
+        """The claim as a reviewer is handed it (formats.spawn_params)."""
+        return ClaimRef.model_validate(self.model_dump(include=set(ClaimRef.model_fields)))
 
 
 class Ledger(BaseModel):

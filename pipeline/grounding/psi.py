@@ -6,7 +6,7 @@ The languages, their file extensions and the nodes that define symbols are data
 Definitions are qualified by their enclosing scopes (``Bucket.take``); references are
 identifier uses outside a definition's own name, and string literals that hold one name
 (``"db_admin"``: a value the code uses, found as text). Any other text file under the code root is
-read as text (pipeline.agents.psi_text): its definitions are found by the shapes most
+read as text (pipeline.grounding.psi_text): its definitions are found by the shapes most
 languages share, its references as whole words, and both are marked as text matches.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 from tree_sitter import Language, Node, Parser
 
 from pipeline import confinement
-from pipeline.agents.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
 from pipeline.agents.readable import nothing, walk
 from pipeline.confinement import OutsideRepository
+from pipeline.grounding.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
 from pipeline.settings import data_dir, load_toml
 
 LITERAL_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*[A-Za-z0-9_]")
