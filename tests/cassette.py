@@ -322,8 +322,11 @@ def draft(relay: Path, cassette: Path) -> list[str]:
 def record(base_url: str, work: Path, cassette: Path) -> Path:
     """Run the commands of the cassette's runs.json, in order, on a fresh copy of its project
     (``work/repo``, with an empty ``.git``) against the relay at ``base_url``; each run's
-    ``--json`` (with its exit code) goes to ``work/outputs/NN.json``. Returns the repository."""
-    spec = json.loads((cassette / "runs.json").read_text(encoding="utf-8"))
+    ``--json`` (with its exit code) goes to ``work/outputs/NN.json``. runs.json is read again
+    before each run, so a later run's arguments can follow what an earlier one wrote (the
+    section an edit names). Returns the repository."""
+    runs_json = cassette / "runs.json"
+    spec = json.loads(runs_json.read_text(encoding="utf-8"))
     repo, outputs = work / "repo", work / "outputs"
     if repo.exists():
         raise SystemExit(f"{repo} exists: record into an empty directory")
@@ -333,7 +336,9 @@ def record(base_url: str, work: Path, cassette: Path) -> Path:
     designloop = Path(sys.executable).with_name("designloop")
     env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "relay")}
     env.pop("OPENAI_BASE_URL", None)
-    for number, run in enumerate(spec["runs"], start=1):
+    for number in range(1, len(spec["runs"]) + 1):
+        spec = json.loads(runs_json.read_text(encoding="utf-8"))
+        run = spec["runs"][number - 1]
         argv = [str(designloop), *run["args"], "--model", spec["model"], "--base-url", base_url, "--json"]
         print(f"run {number}: {' '.join(run['args'])}", flush=True)
         done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, check=False)
