@@ -175,6 +175,10 @@ class SettingsFile(_Names):
     worker: dict[str, object] = Field(default_factory=dict)
     run: RunTable = RunTable()
     models: ModelsTable = ModelsTable()
+    check: dict[str, object] = Field(default_factory=dict)
+    """``[check]``: rule selection (read by checks.selection)."""
+    rules: dict[str, object] = Field(default_factory=dict)
+    """``[rules.ID]``: a rule's severity for this repository (read by checks.selection)."""
 
 
 def check_settings_file(data: dict[str, Any], source: Path) -> None:
