@@ -86,7 +86,10 @@ def why(row: Row) -> str:
     """Why a directory did not simply pass: its message's first line (a pause, a stop, a bad
     input, another run holding it, an edit since its last run), else ``-``."""
     if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
-        return row.message.splitlines()[0]
+        from pipeline.cli.output import relative_text
+        from pipeline.settings import repo_root
+
+        return relative_text(row.message.splitlines()[0], repo_root(), Path.cwd())
     return "-"
 
 
@@ -97,26 +100,31 @@ def _table(batch: Batch) -> Table:
 
 
 def present_batch(batch: Batch, quiet: bool = False) -> None:
+    """The batch's table (pure TSV in a pipe), then on stderr each directory's whole message and
+    the summary: stdout holds the table alone."""
     from pipeline.agents.resolve import engine_summary
-    from pipeline.cli.output import cost_text, say, table, write
+    from pipeline.cli.output import cost_text, relative_text, say, table, write
+    from pipeline.settings import repo_root
 
+    roots = (repo_root(), Path.cwd())
     if not quiet:
         table(COLUMNS, [_cells(row) for row in batch.rows], title=f"batch {batch.batch_id}")
         for row in batch.rows:  # whole messages, on stderr: a CI log shows each error in full
             if why(row) != "-":
-                write(f"{row.directory}: {row.message}", stderr=True)
+                write(f"{row.directory}: {relative_text(row.message or '', *roots)}", stderr=True)
             for reason in row.stale:  # --stale-only: why the directory ran again
-                write(f"{row.directory}: stale claim: {reason}")
+                write(f"{row.directory}: stale claim: {reason}", stderr=True)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     say(
         f"{totals['directories']} directories: {outcomes}; {totals['spawns']} spawns, "
         f"{totals['tokens']} tokens, {cost_text(totals['cost_usd'])}, {totals['cache_hits']} cached calls; "
         f"exit {totals['exit_code']}",
+        stderr=True,
         plain=True,
     )
     if totals["models"]:  # who reviewed; nothing when no run spawned (all skipped or bad)
-        say(f"reviewed by {engine_summary(totals['models'])}", plain=True)
+        say(f"reviewed by {engine_summary(totals['models'])}", stderr=True, plain=True)
 
 
 def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
