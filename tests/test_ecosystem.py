@@ -517,7 +517,7 @@ def test_the_workflows_batch_step_runs_offline_with_no_key(tmp_path: Path) -> No
     assert outputs.read_text() == "exit=0\n", done.stdout + done.stderr
     sarif = json.loads((repo / "designloop.sarif").read_text())
     assert sarif["version"] == "2.1.0"
-    assert "2 directories: 2 PASS" in done.stdout
+    assert "2 directories: 2 PASS" in done.stderr  # the summary: stdout holds the table alone
     assert "started (offline engine)" in done.stderr  # --verbose: the CI log says who reviewed
 
 
