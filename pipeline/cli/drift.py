@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pipeline.cli.app import app
-from pipeline.cli.options import DirsArg, JsonOpt
+from pipeline.cli.options import DirsArg, JsonOpt, OutputFileOpt, OutputFormatOpt
 from pipeline.cli.output import emit_json, write
 from pipeline.errors import DesignloopError, ExitCode, InputError
 
@@ -156,19 +156,29 @@ def drift(
             "--sarif", metavar="FILE", help="also write the stale claims as SARIF 2.1.0 to this file"
         ),
     ] = None,
+    output_format: OutputFormatOpt = None,
+    output_file: OutputFileOpt = None,
 ) -> None:
     """Check every claim of the design directories' claims ledgers against the code now.
 
-    Exit 0 every claim current, 1 any stale, 2 bad input.
+    Exit 0 every claim current, 1 any stale, 2 bad input. --output-format gives the stale
+    claims as text, json, sarif, github, rdjson or junit.
     """
+    from pipeline.cli.emitters import Report, check_output_file, emit
+    from pipeline.cli.options import output_format as output_format_of
     from pipeline.grounding.ledger import claim_directories
+    from pipeline.settings import repo_root
 
+    chosen = output_format_of(output_format, "json") if output_format or as_json else None
     target = _check_sarif(sarif)
+    output = check_output_file(output_file)
     report = drift_report(claim_directories(directories, Path.cwd()))
     if target is not None:
         _write_sarif(target, report)
-    if as_json:
-        emit_json(report.to_json())
+    if chosen is not None:
+        files = [str(f["design"]) for f in report.files]
+        emitted = Report("drift", report.findings(), repo_root(), document=report.to_json(), files=files)
+        emit(emitted, chosen, output)
     else:
         for error in report.errors:
             write(f"designloop: {error.render()}", stderr=True)
