@@ -175,7 +175,7 @@ def _write_sarif(target: Path, report: DriftReport) -> None:
     from pipeline.checks.table import Rule
     from pipeline.cli.render import to_sarif
     from pipeline.formats.textio import atomic_write
-    from pipeline.grounding.mentions import claim_rules
+    from pipeline.grounding.rules import claim_rules
 
     rules = {
         rule: Rule(rule, "should-fix" if severity == "should-fix" else "suggestion", False, summary)

@@ -22,8 +22,9 @@ from pipeline.formats.findings import MECHANICAL, Finding, Severity
 from pipeline.formats.textio import read_text
 from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path
 from pipeline.grounding.lookup import CodeFiles, Lookup, claims_private, holds
-from pipeline.grounding.mentions import LOCATION_RE, LiteralValue, Mention, claim_rules, extract_claims
-from pipeline.grounding.psi import CodeIndex, Symbol, build_index
+from pipeline.grounding.mentions import LOCATION_RE, LiteralValue, Mention, extract_claims
+from pipeline.grounding.psi import CodeIndex, build_index
+from pipeline.grounding.rules import claim_rules
 from pipeline.grounding.spans import (
     Span,
     file_fingerprint,
@@ -31,6 +32,7 @@ from pipeline.grounding.spans import (
     span_fingerprint,
     symbol_spans,
 )
+from pipeline.grounding.symbols import Symbol
 
 
 def _rel(root: Path, path: Path) -> str:

@@ -29,7 +29,7 @@ FINAL_FILES = ("design-final.md", "design-mechanics-final.md")
 LEDGER_NAMES = frozenset(Path(n).stem + SUFFIX for n in (*DESIGN_FILES, *FINAL_FILES))
 DESIGN_DOCS = frozenset({"_workflow", *FINAL_FILES})
 """The documents designloop writes in every design directory (never anyone's code)."""
-Method = Literal["tree-sitter", "text", "path"]
+Method = Literal["tree-sitter", "text", "path", "config"]
 
 
 class ClaimEntry(BaseModel):

@@ -14,10 +14,12 @@ from pathlib import Path
 
 from pipeline.agents.readable import store_dirs
 from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
-from pipeline.grounding.mentions import LiteralValue, claim_rules
-from pipeline.grounding.psi import CodeIndex, Symbol
+from pipeline.grounding.mentions import LiteralValue
+from pipeline.grounding.psi import CodeIndex
 from pipeline.grounding.psi_text import bare_name, text_definitions, text_references
+from pipeline.grounding.rules import claim_rules
 from pipeline.grounding.spans import CodeFile, read_code
+from pipeline.grounding.symbols import Symbol
 
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])(\d[\d_]*)(\.\d+)?(?![\w])")
 NUMBER_VALUE_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -65,7 +67,7 @@ class Lookup:
             keys = {symbol.name, *(".".join(parts[i:]) for i in range(len(parts)))}
             for key in keys:
                 self._defs.setdefault(key, []).append(symbol)
-        self._used = {r.name for r in index.references} | {s.name for s in index.symbols}
+        self._used = index.used_names()
         self._texts = {rel: "\n".join(lines) for rel, lines in index.texts.items()}
 
     def definitions(self, query: str) -> list[Symbol]:

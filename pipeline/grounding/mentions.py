@@ -18,16 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.formats.prose import MASK, Block, parse_prose
 from pipeline.formats.textio import split_lines
-from pipeline.settings import data_dir, load_toml
-from pipeline.validation import toml_locator, toml_name, validated
+from pipeline.grounding.rules import claim_rules
 
 MentionKind = Literal["symbol", "path", "location"]
 
@@ -46,69 +41,6 @@ CODE_NUMBER_RE = re.compile(r"^-?(\d[\d_,]*)(\.\d+)?$")
 FLAG_RE = re.compile(r"^--?[A-Za-z][\w\-]*(?:=\S+)?$")
 STRING_RE = re.compile(r"^([\"'])(.+)\1$")
 YEAR_RE = re.compile(r"^(19|20)\d\d$")
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRules:
-    units: frozenset[str]
-    documents: tuple[str, ...]
-    examples: tuple[str, ...]
-    max_file_bytes: int
-    rules: dict[str, tuple[str, str]]
-    """rule id -> (severity, summary)"""
-    docstrings: dict[str, frozenset[str]]
-    """Per language: statement types that hold only a string are documentation."""
-    wrappers: dict[str, frozenset[str]]
-    """Per language: a parent of these types is part of the definition (a decorator)."""
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class ClaimRuleSpec(_Spec):
-    """One ``[rules.<id>]`` table: a claim or drift rule."""
-
-    severity: Literal["should-fix", "suggestion"]
-    summary: str = Field(min_length=1)
-
-
-class FingerprintSpec(_Spec):
-    """``[fingerprint]``: per language, the node types a span's fingerprint reads differently."""
-
-    docstrings: dict[str, list[str]] = {}
-    wrappers: dict[str, list[str]] = {}
-
-
-class ClaimsFile(_Spec):
-    """params/claims.toml."""
-
-    units: list[str]
-    documents: list[str]
-    examples: list[str] = []
-    max_file_bytes: int = Field(gt=0)
-    rules: dict[str, ClaimRuleSpec]
-    fingerprint: FingerprintSpec = FingerprintSpec()
-
-
-def load_claim_rules(path: Path) -> ClaimRules:
-    """The claims table at ``path``, validated (a bad one: InputError at the offending key)."""
-    hint = "reinstall designloop, or restore the file (docs/formats.md §11 says what each key means)"
-    spec = validated(ClaimsFile, load_toml(path), path, hint, locate=toml_locator(path), name=toml_name)
-    return ClaimRules(
-        units=frozenset(u.lower() for u in spec.units),
-        documents=tuple(spec.documents),
-        examples=tuple(e.lower() for e in spec.examples),
-        max_file_bytes=spec.max_file_bytes,
-        rules={k: (v.severity, v.summary) for k, v in spec.rules.items()},
-        docstrings={k: frozenset(v) for k, v in spec.fingerprint.docstrings.items()},
-        wrappers={k: frozenset(v) for k, v in spec.fingerprint.wrappers.items()},
-    )
-
-
-@cache
-def claim_rules() -> ClaimRules:
-    return load_claim_rules(data_dir("params") / "claims.toml")
 
 
 def looks_like_symbol(span: str) -> bool:
