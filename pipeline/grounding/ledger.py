@@ -20,7 +20,7 @@ from pipeline.formats.spawn_params import ClaimRef
 from pipeline.formats.textio import atomic_write, read_text
 from pipeline.grounding.mentions import MentionKind
 
-LEDGER_FORMAT = 1
+LEDGER_FORMAT = 2
 SUFFIX = ".claims.json"
 DESIGN_FILES = ("design.md", "design-mechanics.md")
 """The design files under ``_workflow/``."""
@@ -56,6 +56,8 @@ class ClaimEntry(BaseModel):
     fingerprint: str = Field(min_length=1)
     literals: list[str] = []
     """The values its sentence quotes that the span holds (numbers normalised)."""
+    candidates: int = Field(default=1, ge=1)
+    """How many definitions the name had (more than one: ambiguous, and this is one of them)."""
 
     def ref(self) -> ClaimRef:
         """The claim as a reviewer is handed it (formats.spawn_params)."""
@@ -87,7 +89,7 @@ def _damaged(path: Path, what: str, line: int | None = None) -> InputError:
         file=path,
         line=line,
         hint="restore it from version control, or write it afresh from the design and the code: "
-        "designloop claims DIR",
+        "designloop claims DIR --accept-current",
     )
 
 
@@ -105,7 +107,11 @@ def load_ledger(path: Path) -> Ledger:
         where = ".".join(str(p) for p in first["loc"]) or "the top level"
         raise _damaged(path, f"{where}: {first['msg']}") from None
     if ledger.format != LEDGER_FORMAT:
-        raise _damaged(path, f"format {ledger.format}; this designloop reads format {LEDGER_FORMAT}")
+        raise _damaged(
+            path,
+            f"format {ledger.format}, written by another designloop (this one reads format "
+            f"{LEDGER_FORMAT}): its fingerprints cannot be compared",
+        )
     return ledger
 
 
