@@ -19,6 +19,12 @@ from conftest import run_cli
 
 CASSETTE = Path(__file__).parent / "cassettes" / "adr-tools"
 DIRECTORY = "docs/adr/0001-adr-tools"
+STALE = pytest.mark.xfail(
+    strict=True,
+    reason="the roles' tools changed (grep on the author and the fidelity check, the bash tool's"
+    " description): the cassette is to be re-recorded with answers written by a reader who did not"
+    " write the prompts; strict, so the re-recorded cassette fails this marker until it is removed",
+)
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -70,6 +76,7 @@ def _findings(out: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
+@STALE
 def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +106,7 @@ def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     assert "fid-missing-symbol" in log and "— fixed in round 2" in log
 
 
+@STALE
 def test_a_changed_prompt_is_a_mismatch_naming_the_first_request_it_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -273,6 +273,47 @@ def test_an_instruction_goes_to_the_inline_editor(tmp_path: Path) -> None:
     assert "Carried out" in entry_text(d, out["review_log_entry"])
 
 
+def test_a_partly_declined_instruction_never_ends_a_plain_pass(tmp_path: Path) -> None:
+    d = stamped_repo(tmp_path)
+    code, out, _ = edit(
+        d,
+        tmp_path,
+        "content-edit",
+        "--section",
+        "Buckets per tenant and route",
+        "--instruction",
+        'replace "never less than one" with "at least one second"; make it friendlier',
+    )
+    assert code == 0 and out["outcome"] == "PASS"
+    assert out["declined"] and out["declined"][0].startswith("make it friendlier")
+    assert "at least one second" in d.design.read_text()
+    entry = entry_text(d, out["review_log_entry"])
+    assert "- declined: make it friendlier" in entry
+    assert "(PASS, 1 part of the instruction declined)" in entry
+    summary = (tmp_path / "runs" / out["run_id"] / "summary.md").read_text()
+    assert "\n## Outcome\n\nPASS — declined: make it friendlier" in summary
+    events = (tmp_path / "runs" / out["run_id"] / "events.jsonl").read_text()
+    assert '"line": "PASS — declined: make it friendlier' in events
+    # The line a person reads at the end of the run says so too.
+    result = run_cli(
+        [
+            "edit",
+            str(d.root),
+            "--kind",
+            "content-edit",
+            "--section",
+            "Buckets per tenant and route",
+            "--instruction",
+            'replace "at least one second" with "one second or more"; make it shorter',
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+    last = result.out.strip().splitlines()[-2:]
+    assert result.code == 0 and ": PASS, 1 part(s) of the instruction declined" in last[0], last
+    assert last[1].startswith("declined: make it shorter"), last
+
+
 def test_an_instruction_no_rule_can_carry_out_changes_nothing_and_says_so(tmp_path: Path) -> None:
     d = stamped_repo(tmp_path)
     before = d.design.read_bytes()

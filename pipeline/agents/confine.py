@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.readable import marker_entries
 
 MIN_LINE = 20
@@ -206,7 +207,7 @@ def forbid(path: Path) -> ForbiddenFile | None:
     try:
         real = path.resolve(strict=True)
         stat = real.stat()
-        text = normalise(real.read_bytes())
+        text = normalise(confinement.read_bytes(real))
     except OSError:
         return None
     lines = distinctive(text)
@@ -254,7 +255,7 @@ class LogGuard:
         key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
         if key not in self._seen:
             try:
-                text = normalise(real.read_bytes())
+                text = normalise(confinement.read_bytes(real))
             except OSError:
                 return False
             copy = any(item.matches(text, reviewed) for item in self.forbidden)
@@ -267,7 +268,7 @@ class LogGuard:
             shared: list[str] = []
             for path in sorted(self.reviewed):
                 try:
-                    shared.append(normalise(path.read_bytes()))
+                    shared.append(normalise(confinement.read_bytes(path)))
                 except OSError:
                     continue
             grams = [item.grams for item in self.forbidden]

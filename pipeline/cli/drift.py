@@ -1,4 +1,4 @@
-"""designloop drift and designloop claims: the claims ledgers against the code (argparse, fast).
+"""designloop drift and designloop claims: the claims ledgers against the code.
 
 ``drift DIR|GLOB...`` checks every claim of every ledger in the named design directories
 against the code now: exit 0 when each claim of the documents in their stage is current, 1 when
@@ -15,13 +15,15 @@ Neither needs a model; drift reads only the code files the claims cite.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pipeline.cli.argv import ArgParser, emit
-from pipeline.cli.output import emit_json
+import typer
+
+from pipeline.cli.app import app
+from pipeline.cli.options import DirsArg, JsonOpt
+from pipeline.cli.output import emit_json, write
 from pipeline.errors import DesignloopError, ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -197,44 +199,42 @@ def drift_report(directories: list[Path]) -> DriftReport:
     return report
 
 
-def run_drift(argv: list[str]) -> int:
-    p = ArgParser(
-        prog="designloop drift",
-        description=(
-            "Check every claim of the design directories' claims ledgers against the code now. "
-            "Exit 0 every claim current, 1 any stale, 2 bad input."
+@app.command(no_args_is_help=True)
+def drift(
+    directories: DirsArg,
+    as_json: JsonOpt = False,
+    sarif: Annotated[
+        Path | None,
+        typer.Option(
+            "--sarif", metavar="FILE", help="also write the stale claims as SARIF 2.1.0 to this file"
         ),
-    )
-    p.add_argument("directories", nargs="+", help="design directories or globs, e.g. 'docs/adr/*'")
-    p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--sarif", type=Path, help="also write the stale claims as SARIF 2.1.0 to this file")
-    args = p.parse_args(argv)
+    ] = None,
+) -> None:
+    """Check every claim of the design directories' claims ledgers against the code now.
+
+    Exit 0 every claim current, 1 any stale, 2 bad input.
+    """
     from pipeline.grounding.ledger import claim_directories
 
-    target = _check_sarif(args.sarif)
-    report = drift_report(claim_directories(args.directories, Path.cwd()))
+    target = _check_sarif(sarif)
+    report = drift_report(claim_directories(directories, Path.cwd()))
     if target is not None:
         _write_sarif(target, report)
-    if args.as_json:
+    if as_json:
         emit_json(report.to_json())
     else:
         for error in report.errors:
-            sys.stderr.write(f"designloop: {error.render()}\n")
-        emit(report.text())
-    return report.exit_code
+            write(f"designloop: {error.render()}", stderr=True)
+        write(report.text())
+    raise typer.Exit(int(report.exit_code))
 
 
 def _write_sarif(target: Path, report: DriftReport) -> None:
-    from pipeline.checks.table import Rule
+    from pipeline.checks.registry import registry
     from pipeline.cli.render import to_sarif
     from pipeline.formats.textio import atomic_write
-    from pipeline.grounding.rules import claim_rules
 
-    rules = {
-        rule: Rule(rule, "should-fix" if severity == "should-fix" else "suggestion", False, summary)
-        for rule, (severity, summary) in claim_rules().rules.items()
-        if rule.startswith("drift-")
-    }
+    rules = registry().of_family("drift")
     atomic_write(target, to_sarif(report.findings(), rules))
     from pipeline.agents.readable import record_byproducts
     from pipeline.settings import default_runs_dir, repo_root
@@ -258,45 +258,45 @@ def _code_root(directory: Path, root: Path) -> Path:
     return code
 
 
-def run_claims(argv: list[str]) -> int:
-    p = ArgParser(
-        prog="designloop claims",
-        description=(
-            "Write each design file's claims ledger afresh from the design and the code now "
-            "(no model); a ledger with stale claims is left alone unless --accept-current. "
-            "Exit 0, 1 when a ledger with stale claims was left alone, 2 on bad input."
+@app.command(no_args_is_help=True)
+def claims(
+    directories: DirsArg,
+    as_json: JsonOpt = False,
+    accept_current: Annotated[
+        bool,
+        typer.Option(
+            "--accept-current",
+            help="write ledgers with stale claims too: the code as it is now is what the design means "
+            "(every claim reset is listed)",
         ),
-    )
-    p.add_argument("directories", nargs="+", help="design directories or globs, e.g. 'docs/adr/*'")
-    p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
-    p.add_argument(
-        "--accept-current",
-        action="store_true",
-        help="write ledgers with stale claims too: the code as it is now is what the design means "
-        "(every claim reset is listed)",
-    )
-    args = p.parse_args(argv)
+    ] = False,
+) -> None:
+    """Write each design file's claims ledger afresh from the design and the code now (no model).
+
+    A ledger with stale claims is left alone (writing it would hide them) unless --accept-current.
+    Exit 0, 1 when a ledger with stale claims was left alone, 2 on bad input.
+    """
     from pipeline.grounding.drift import Drift
     from pipeline.grounding.ledger import claim_directories
     from pipeline.settings import repo_root
 
-    directories = claim_directories(args.directories, Path.cwd())
+    found = claim_directories(directories, Path.cwd())
     drifts: dict[Path, Drift] = {}  # one per repository: one index per code root
     planned = []
-    for d in directories:  # every directory checked before any ledger is written
+    for d in found:  # every directory checked before any ledger is written
         root = repo_root(d)
         code = _code_root(d, root)
         drift = drifts.setdefault(root, Drift(root))
         planned.append((d, root, drift, code))
     rows: list[dict[str, object]] = []
     for directory, root, drift, code in planned:
-        rows += _claims_rows(directory, root, drift, code, args.accept_current, args.as_json)
+        rows += _claims_rows(directory, root, drift, code, accept_current, as_json)
     refused = any(r["refused"] for r in rows)
     bad = any(r["error"] for r in rows)
     code_out = ExitCode.BAD_INPUT if bad else ExitCode.FINDINGS if refused else ExitCode.OK
-    if args.as_json:
+    if as_json:
         emit_json({"files": rows, "exit_code": int(code_out)})
-    return code_out
+    raise typer.Exit(int(code_out))
 
 
 def _claims_rows(
@@ -327,15 +327,15 @@ def _claims_rows(
             except InputError as exc:
                 if not accept:
                     row["error"] = exc.to_json()
-                    sys.stderr.write(f"designloop: {exc.render()}\n")
+                    write(f"designloop: {exc.render()}", stderr=True)
                     continue
         if stale and not accept:
             row["refused"], row["stale"] = True, [s.to_json() for s in stale]
             if not as_json:
-                emit(f"{row['ledger']}: left alone: {len(stale)} stale claim(s) would be hidden")
+                write(f"{row['ledger']}: left alone: {len(stale)} stale claim(s) would be hidden")
                 for s in stale:
-                    emit(f"    {s.design}:{s.line}: {s.entry.mention}: {s.what}")
-                emit("    correct the sentences (designloop drift shows them), or pass --accept-current")
+                    write(f"    {s.design}:{s.line}: {s.entry.mention}: {s.what}")
+                write("    correct the sentences (designloop drift shows them), or pass --accept-current")
             continue
         resolution, written = grounding.refresh(design)
         row.update(
@@ -347,11 +347,11 @@ def _claims_rows(
         )
         if not as_json:
             state = "written" if written else "unchanged"
-            emit(f"{row['ledger']}: {len(resolution.ledger.claims)} claims ({state})")
+            write(f"{row['ledger']}: {len(resolution.ledger.claims)} claims ({state})")
             for s in stale:
-                emit(f"    reset: {s.design}:{s.line}: {s.entry.mention}: {s.what}")
+                write(f"    reset: {s.design}:{s.line}: {s.entry.mention}: {s.what}")
             for f in resolution.findings:
-                emit(f"    {row['design']}:{f.line}: {f.rule}: {f.message}")
+                write(f"    {row['design']}:{f.line}: {f.rule}: {f.message}")
             for note in resolution.notes:
-                emit(f"    note: {note}")
+                write(f"    note: {note}")
     return rows

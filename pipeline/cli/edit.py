@@ -127,7 +127,7 @@ def edit(
 
 def edit_request(flags: EditFlags) -> EditRequest:
     """The edit the flags ask for (its form is validated when the run is planned)."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
 
@@ -163,7 +163,7 @@ def _chooser(flags: EditFlags) -> Callable[[StaleQuestion], Choice] | None:
 
 def run_edit(directory: Path, flags: EditFlags) -> None:
     """Take the directory's lock, validate the edit whole and start its run under it, run it."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.cli.runs import hold_directory, run_and_report
     from pipeline.runs.setup import new_run_id, plan_edit, start_run
     from pipeline.runs.store import LocalStore

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from langgraph.runtime import Runtime as GraphRuntime
 
+from pipeline import confinement
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
@@ -110,7 +111,7 @@ class RunDeps:
         for path in written_files(self.design, kind):
             if path.is_file():
                 out[path.relative_to(self.design.root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
+                    confinement.read_bytes(path)
                 ).hexdigest()
         return out
 

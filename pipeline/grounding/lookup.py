@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.readable import store_dirs, walk
 from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.grounding.mentions import LiteralValue
@@ -120,12 +121,10 @@ class Repository:
             return bool(stores) and any(path.resolve().is_relative_to(d) for d in stores)
 
         texts: dict[str, str] = {}
-        for path in walk(self.repo_root, private, hidden_dirs=False):
+        for path in walk(self.repo_root, private, hidden_dirs=False, root=self.repo_root):
             try:
-                if path.stat().st_size > MAX_TEXT_BYTES:
-                    continue
-                text = readable_text(path.read_bytes())
-            except OSError:
+                text = readable_text(confinement.read_bytes(path, self.repo_root, limit=MAX_TEXT_BYTES))
+            except (OSError, confinement.OutsideRepository):
                 continue
             if text is not None:
                 texts[path.relative_to(self.repo_root).as_posix()] = text

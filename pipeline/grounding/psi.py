@@ -23,7 +23,9 @@ from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
+from pipeline import confinement
 from pipeline.agents.readable import nothing, walk
+from pipeline.confinement import OutsideRepository, TooLarge
 from pipeline.grounding.config import config_entries, config_kind
 from pipeline.grounding.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
 from pipeline.grounding.rules import claim_rules
@@ -167,7 +169,8 @@ class CodeIndex:
             return self.texts[rel]
         if rel not in self._lines:
             try:
-                self._lines[rel] = (self.root / rel).read_bytes().decode("utf-8", "replace").split("\n")
+                data = confinement.read_bytes(self.root / rel, self.root)
+                self._lines[rel] = data.decode("utf-8", "replace").split("\n")
             except OSError:
                 self._lines[rel] = []
         return self._lines[rel]
@@ -383,14 +386,17 @@ class _Walker:
         return " ".join(source[: end - node.start_byte].decode("utf-8", "replace").split()).rstrip(":{ ")
 
 
-def iter_sources(root: Path, private: Callable[[Path], bool] = nothing) -> Iterator[Path]:
-    """The files the index lists: the shared walk (agents.readable), hidden directories, the
-    generated and vendored trees (grounding.sources) and the paths ``private`` covers left out."""
+def iter_sources(
+    under: Path, private: Callable[[Path], bool] = nothing, root: Path | None = None
+) -> Iterator[Path]:
+    """The files the index lists: the shared walk (agents.readable) of ``under``, hidden
+    directories, the generated and vendored trees (grounding.sources), the paths ``private``
+    covers and every file resolving outside ``root`` (the repository) left out."""
 
     def left_out(path: Path) -> bool:
         return private(path) or (generated_dir(path.name) and path.is_dir())
 
-    return walk(root, left_out, hidden_dirs=False)
+    return walk(under, left_out, hidden_dirs=False, root=root)
 
 
 def language_of(path: Path, head: bytes) -> LanguageSpec | None:
@@ -411,7 +417,7 @@ def build_index(
     root: Path, under: Path | None = None, private: Callable[[Path], bool] = nothing
 ) -> CodeIndex:
     index = CodeIndex(root=root, root_under=under or root)
-    for path in iter_sources(under or root, private):
+    for path in iter_sources(under or root, private, root):
         index_file(index, path)
     return index
 
@@ -419,7 +425,10 @@ def build_index(
 def index_file(index: CodeIndex, path: Path, data: bytes | None = None) -> None:
     """Add one file to ``index`` (``data``: its bytes, when the caller read them already)."""
     rel = path.relative_to(index.root).as_posix()
-    data, why = source_bytes(index.root, rel, path, data)
+    try:
+        data, why = source_bytes(index.root, rel, path, data)
+    except OutsideRepository:  # a link out of the repository: never listed, never quoted
+        return
     if data is None:
         index.add(FileEntry(rel, note=why))
         return
@@ -428,20 +437,20 @@ def index_file(index: CodeIndex, path: Path, data: bytes | None = None) -> None:
 
 
 def source_bytes(root: Path, rel: str, path: Path, data: bytes | None = None) -> tuple[bytes | None, str]:
-    """A file's bytes when it is source the index reads, else None and why not: a link out of
-    the repository, larger than ``max_file_bytes``, unreadable, or generated."""
+    """A file's bytes when it is source the index reads, else None and why not: larger than
+    ``max_file_bytes``, unreadable, or generated. A file resolving outside the repository is
+    :class:`~pipeline.confinement.OutsideRepository` (pipeline.confinement reads every file)."""
+    limit = claim_rules().max_file_bytes
+    if generated_path(rel, root=root):
+        return None, "not read: generated or vendored"
     try:
-        if not path.resolve().is_relative_to(root.resolve()):
-            return None, "not read: a link out of the repository"
-        size = len(data) if data is not None else path.stat().st_size
-        limit = claim_rules().max_file_bytes
-        if size > limit:
-            return None, f"not read: {size} bytes, more than {limit}"
-        if generated_path(rel, root=root):
-            return None, "not read: generated or vendored"
-        data = path.read_bytes() if data is None else data
+        data = confinement.read_bytes(path, root, limit=limit) if data is None else data
+    except TooLarge as exc:
+        return None, f"not read: {exc.size} bytes, more than {limit}"
     except OSError as exc:
         return None, f"not read: unreadable ({exc.strerror})"
+    if len(data) > limit:
+        return None, f"not read: {len(data)} bytes, more than {limit}"
     if generated_text(edges(data)):
         return None, "not read: generated (its first or last lines say so, or it is minified)"
     return data, ""

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tree_sitter import Node, Tree
 
+from pipeline import confinement
 from pipeline.grounding.config import env_file
 from pipeline.grounding.ledger import Method
 from pipeline.grounding.psi import LanguageSpec, language_of, parser_for, read_entry
@@ -72,22 +73,24 @@ class CodeFile:
 
 
 def read_code(repo_root: Path, rel: str) -> CodeFile | str:
-    """The file at ``rel`` (repository-relative), or why it is skipped (a note)."""
+    """The file at ``rel`` (repository-relative), or why it is skipped (a note). A path that is
+    absolute, climbs out with ``..`` or resolves outside the repository is refused
+    (:class:`~pipeline.confinement.OutsideRepository`): it is never read, whatever names it."""
+    confinement.recorded(repo_root, rel, what="code file")
     path = repo_root / rel
     try:
         info = os.stat(path)
-        inside = path.resolve().is_relative_to(repo_root.resolve())
-    except (OSError, ValueError):
+    except OSError:
         return "missing"
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    if not inside:
-        return "skipped: a link out of the repository"
     limit = claim_rules().max_file_bytes
     if info.st_size > limit:
         return f"skipped: {info.st_size} bytes, more than {limit}"
     try:
-        data = path.read_bytes()
+        data = confinement.read_bytes(path, repo_root, limit=limit)
+    except confinement.TooLarge as exc:
+        return f"skipped: {exc.size} bytes, more than {limit}"
     except OSError as exc:
         return f"skipped: unreadable ({exc.strerror})"
     try:
