@@ -162,15 +162,16 @@ def _check_sarif(sarif: Path | None) -> Path | None:
 def drift_report(directories: list[Path]) -> DriftReport:
     from pipeline.formats.design_dir import DesignDir
     from pipeline.grounding.drift import Drift, at_risk
+    from pipeline.grounding.index_store import store_for
     from pipeline.grounding.ledger import FINAL_FILES, design_files, ledger_path, load_ledger
     from pipeline.runs.lifecycle_read import stage
-    from pipeline.settings import repo_root
+    from pipeline.settings import default_runs_dir, repo_root
 
     report = DriftReport()
     drifts: dict[Path, Drift] = {}
     for directory in directories:
         root = repo_root(directory)
-        drift = drifts.setdefault(root, Drift(root))
+        drift = drifts.setdefault(root, Drift(root, store_for(default_runs_dir(root))))
         final = stage(DesignDir(directory, root, root)) == "final"
         for design in design_files(directory):
             ledger_file = ledger_path(design)
@@ -277,20 +278,22 @@ def claims(
     Exit 0, 1 when a ledger with stale claims was left alone, 2 on bad input.
     """
     from pipeline.grounding.drift import Drift
+    from pipeline.grounding.index_store import store_for
     from pipeline.grounding.ledger import claim_directories
-    from pipeline.settings import repo_root
+    from pipeline.settings import default_runs_dir, make_runs_dir, repo_root
 
     found = claim_directories(directories, Path.cwd())
-    drifts: dict[Path, Drift] = {}  # one per repository: one index per code root
     planned = []
-    for d in found:  # every directory checked before any ledger is written
+    for d in found:  # every directory checked before anything is written
         root = repo_root(d)
-        code = _code_root(d, root)
-        drift = drifts.setdefault(root, Drift(root))
-        planned.append((d, root, drift, code))
+        planned.append((d, root, _code_root(d, root)))
+    drifts: dict[Path, Drift] = {}  # one per repository: one index per code root, kept in runs/
+    for _, root, _ in planned:
+        if root not in drifts:
+            drifts[root] = Drift(root, store_for(make_runs_dir(default_runs_dir(root))))
     rows: list[dict[str, object]] = []
-    for directory, root, drift, code in planned:
-        rows += _claims_rows(directory, root, drift, code, accept_current, as_json)
+    for directory, root, code in planned:
+        rows += _claims_rows(directory, root, drifts[root], code, accept_current, as_json)
     refused = any(r["refused"] for r in rows)
     bad = any(r["error"] for r in rows)
     code_out = ExitCode.BAD_INPUT if bad else ExitCode.FINDINGS if refused else ExitCode.OK

@@ -24,6 +24,7 @@ from pipeline.formats.design_doc import parse_design
 from pipeline.formats.findings import MECHANICAL, Finding
 from pipeline.formats.textio import read_text
 from pipeline.grounding.choose import choose, is_type
+from pipeline.grounding.index_store import IndexStore
 from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path
 from pipeline.grounding.lookup import CodeFiles, Lookup, Repository, claims_private, holds
 from pipeline.grounding.mentions import LOCATION_RE, LiteralValue, Mention, extract_claims
@@ -74,16 +75,13 @@ class Grounding:
     """Resolves design files' claims under one code root; the index is built on first need."""
 
     def __init__(
-        self,
-        repo_root: Path,
-        code_root: Path,
-        files: CodeFiles | None = None,
-        index: Callable[[], CodeIndex] | None = None,
+        self, repo_root: Path, code_root: Path, files: CodeFiles | None = None, store: Path | None = None
     ) -> None:
         self.repo_root = repo_root.resolve()
         self.code_root = code_root.resolve()
         self.files = files or CodeFiles(self.repo_root)
-        self._build = index
+        self.store = store
+        """Where the code index is kept between invocations (grounding.index_store), if anywhere."""
         self._index: CodeIndex | None = None
         self._lookup: Lookup | None = None
         self.repository = Repository(self.repo_root)
@@ -91,10 +89,11 @@ class Grounding:
     @property
     def index(self) -> CodeIndex:
         if self._index is None:
-            if self._build is not None:
-                self._index = self._build()
+            private = claims_private(self.repo_root)
+            if self.store is not None:
+                self._index = IndexStore(self.store, self.repo_root, self.code_root).build(private)
             else:
-                self._index = build_index(self.repo_root, self.code_root, claims_private(self.repo_root))
+                self._index = build_index(self.repo_root, self.code_root, private)
         return self._index
 
     @property

@@ -40,7 +40,7 @@ from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
 from pipeline.grounding.claims import Grounding
 from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path, load_ledger
-from pipeline.grounding.lookup import holds_value
+from pipeline.grounding.lookup import CodeFiles, holds_value
 from pipeline.grounding.mentions import Sentence, extract_claims
 from pipeline.grounding.spans import (
     CodeFile,
@@ -116,15 +116,18 @@ def _where(rel: str, first: int, last: int) -> str:
 class Drift:
     """Checks ledgers against the code; one per repository (files and indexes shared)."""
 
-    def __init__(self, repo_root: Path) -> None:
+    def __init__(self, repo_root: Path, store: Path | None = None) -> None:
         self.repo_root = repo_root.resolve()
+        self.store = store
+        """Where the code indexes are kept between invocations (grounding.index_store)."""
         self._grounding: dict[Path, Grounding] = {}
-        self._files = Grounding(self.repo_root, self.repo_root).files
+        self._files = CodeFiles(self.repo_root)
 
     def grounding(self, code_root: Path) -> Grounding:
+        """The claims of one code root, its index built once (and kept in ``store``)."""
         root = code_root.resolve()
         if root not in self._grounding:
-            self._grounding[root] = Grounding(self.repo_root, root, self._files)
+            self._grounding[root] = Grounding(self.repo_root, root, self._files, self.store)
         return self._grounding[root]
 
     def check(self, design_file: Path, ledger: Ledger) -> list[ClaimState]:

@@ -109,8 +109,9 @@ def parser_for(grammar: str, language: str) -> Parser:
     return Parser(Language(getattr(module, language)()))
 
 
-Ref = tuple[str, int, bool]
-"""A use of a name as the index keeps it: the name, its 1-based line, whether a parser found it."""
+Uses = dict[str, list[int]]
+"""A file's uses of names as the index keeps them: each name's 1-based lines, negative where the
+use was found as text (a string literal holding the name), not by the parser."""
 
 
 @dataclass(slots=True)
@@ -122,7 +123,7 @@ class FileEntry:
     language: str | None = None
     """The language a grammar read it in, ``text``, or None (not read: ``note`` says why)."""
     symbols: list[Symbol] = field(default_factory=list)
-    refs: list[Ref] = field(default_factory=list)
+    uses: Uses = field(default_factory=dict)
     config: bool = False
     """A configuration file: its entries are its symbols, found by a parser, not by shape."""
     note: str | None = None
@@ -143,7 +144,7 @@ class CodeIndex:
     """The configuration files (their entries are parsed symbols, not text matches)."""
     notes: dict[str, str] = field(default_factory=dict)
     """Files listed but not read, and why (too large, generated, outside the repository)."""
-    refs: dict[str, list[Ref]] = field(default_factory=dict)
+    uses: dict[str, Uses] = field(default_factory=dict)
     """Each parsed file's uses of names (text files are searched on demand)."""
     _lines: dict[str, list[str]] = field(default_factory=dict)
 
@@ -156,8 +157,8 @@ class CodeIndex:
             return
         self.sources[entry.language] += 1
         self.symbols += entry.symbols
-        if entry.refs:
-            self.refs[entry.rel] = entry.refs
+        if entry.uses:
+            self.uses[entry.rel] = entry.uses
         if entry.config:
             self.configs.add(entry.rel)
         if entry.language == TEXT and lines is not None:
@@ -175,18 +176,27 @@ class CodeIndex:
                 self._lines[rel] = []
         return self._lines[rel]
 
-    def _reference(self, rel: str, ref: Ref) -> Reference:
+    def _reference(self, rel: str, name: str, line: int) -> Reference:
         lines = self.lines_of(rel)
-        text = lines[ref[1] - 1].strip() if 0 < ref[1] <= len(lines) else ""
-        return Reference(ref[0], rel, ref[1], text, ref[2])
+        at = abs(line)
+        text = lines[at - 1].strip() if 0 < at <= len(lines) else ""
+        return Reference(name, rel, at, text, line > 0)
 
     @property
     def references(self) -> list[Reference]:
-        return [self._reference(rel, ref) for rel, refs in self.refs.items() for ref in refs]
+        return [
+            self._reference(rel, name, line)
+            for rel, uses in self.uses.items()
+            for name, lines in uses.items()
+            for line in lines
+        ]
 
     def used_names(self) -> set[str]:
         """Every name a parsed file uses or defines."""
-        return {ref[0] for refs in self.refs.values() for ref in refs} | {s.name for s in self.symbols}
+        names: set[str] = {s.name for s in self.symbols}
+        for uses in self.uses.values():
+            names.update(uses)
+        return names
 
     def definitions(self, query: str) -> list[Symbol]:
         """Match a bare name (``take``), a qualified one (``TokenBucket.take``) or a dotted suffix;
@@ -209,7 +219,7 @@ class CodeIndex:
     def references_to(self, name: str) -> list[Reference]:
         bare = bare_name(name)[1]
         parsed = [
-            self._reference(rel, ref) for rel, refs in self.refs.items() for ref in refs if ref[0] == bare
+            self._reference(rel, bare, line) for rel, uses in self.uses.items() for line in uses.get(bare, ())
         ]
         found = [
             Reference(bare, rel, n, lines[n - 1].strip(), exact=False)
@@ -317,7 +327,7 @@ class _Walker:
         name as a value, a reference found by text (not exact)."""
         value = _text(node).strip().strip("'\"`")
         if LITERAL_NAME_RE.fullmatch(value):
-            self.entry.refs.append((value, node.start_point[0] + 1, False))
+            self.entry.uses.setdefault(value, []).append(-(node.start_point[0] + 1))
 
     def walk(
         self, node: Node, scope: list[str], inside: bool, member: bool = False, body: bool = False
@@ -329,7 +339,7 @@ class _Walker:
         if rule is None or (rule.needs and node.child_by_field_name(rule.needs) is None):
             span = (node.start_byte, node.end_byte)
             if node.type in self.spec.identifiers and node.child_count == 0 and span not in self.names:
-                self.entry.refs.append((_text(node), node.start_point[0] + 1, True))
+                self.entry.uses.setdefault(_text(node), []).append(node.start_point[0] + 1)
             elif "string" in node.type and node.child_count == 0:
                 self._literal(node)
             for child in node.children:
