@@ -250,7 +250,7 @@ def test_the_description_lists_only_what_this_machine_has(
     shell.installed.cache_clear()
     try:
         described = bash_description()
-        assert described.split(": ", 1)[1].startswith("git blame/diff/grep/log/show, grep. ")
+        assert described.split(": ", 1)[1].startswith("git blame/diff/grep/log/show, grep.\n")
         for absent in ("rg", "find", "sed", "head", "tail", "wc", "ls"):
             assert f" {absent}," not in described and f" {absent}." not in described
         said = shell.not_installed("rg", AUTHOR_TOOLS)

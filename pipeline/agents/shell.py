@@ -114,7 +114,7 @@ def describe(names: tuple[str, ...]) -> str:
     return ", ".join(plain)
 
 
-SEARCHES = frozenset({"rg", "grep", "git grep", "find"})
+SEARCHES = frozenset({"rg", "grep", "find"})
 
 
 def not_installed(command: str, tools: tuple[str, ...] = ()) -> str:

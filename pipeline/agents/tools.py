@@ -400,10 +400,12 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
     return _save(deps, target, text.replace(old_string, new_string, 1)) or f"edited {deps.rel(target)}"
 
 
-BASH_DESCRIPTION = """Run one read-only command with its arguments: {commands}. No shell runs it:
-quote a pattern as a shell would ('a|b', "^def ", 'x$'), and an unquoted glob (src/*.py) names
-the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused. Each command
-takes only the options on its allow-list; paths stay inside the repository."""
+BASH_DESCRIPTION = (
+    "Run one read-only command with its arguments: {commands}.\n\n"
+    "No shell runs it: quote a pattern as a shell would ('a|b', \"^def \", 'x$'); an unquoted glob"
+    " (src/*.py) names the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused."
+    " Each command takes only the options on its allow-list, and paths stay inside the repository."
+)
 
 
 def bash_description() -> str:
