@@ -46,13 +46,13 @@ def _store_key(repo_root: Path, code_root: Path) -> str:
     params = data_dir("params")
     h = hashlib.sha256()
     for part in (
-        str(STORE_FORMAT),
-        _version(),
-        code_root.relative_to(repo_root).as_posix() if code_root != repo_root else ".",
-        (params / "psi.toml").read_text(encoding="utf-8"),
-        (params / "claims.toml").read_text(encoding="utf-8"),
+        str(STORE_FORMAT).encode(),
+        _version().encode(),
+        (code_root.relative_to(repo_root).as_posix() if code_root != repo_root else ".").encode(),
+        confinement.read_bytes(params / "psi.toml"),
+        confinement.read_bytes(params / "claims.toml"),
     ):
-        h.update(part.encode("utf-8"))
+        h.update(part)
         h.update(b"\x1f")
     return h.hexdigest()[:20]
 
