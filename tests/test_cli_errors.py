@@ -139,3 +139,10 @@ def test_the_postgresql_store_without_its_packages_names_the_extra(tmp_path: Pat
     assert "Traceback" not in done.stderr
     local = _without(["psycopg", "pgqueuer"], ["runs", "--runs-dir", str(tmp_path / "runs")], tmp_path)
     assert local.returncode == 0, local.stderr
+    for argv in (["enqueue", "create", str(tmp_path)], ["worker", "--drain"]):
+        queue = _without(["psycopg"], [*argv, "--store", "postgresql://ci@db/x"], tmp_path)
+        assert queue.returncode == 2, queue.stderr
+        assert (
+            "what to do: pip install 'designloop[postgres]'" in queue.stderr
+            and "Traceback" not in queue.stderr
+        )

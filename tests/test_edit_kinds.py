@@ -253,7 +253,8 @@ def test_a_zero_delta_sync_logs_one_line_and_reviews_nothing(tmp_path: Path) -> 
     body = [line for line in entry_text(d, out["review_log_entry"]).splitlines()[1:] if line.strip()]
     assert body[0].startswith("<!-- designloop-run:") and body[1].startswith("<!-- designloop-wrote:")
     assert body[2].startswith("**Zero-delta sync**:") and "SKIPPED" in body[2]
-    assert body[3:] == ["**Working-mode counter**: 0 mechanics-edits since last sync"]
+    assert body[3] == "**Working-mode counter**: 0 mechanics-edits since last sync"
+    assert len(body) == 5 and body[4].startswith("<!-- designloop-chain:")  # its tamper evidence
     events = (tmp_path / "runs" / out["run_id"] / "events.jsonl").read_text()
     assert '"type": "spawn"' not in events
 

@@ -201,7 +201,7 @@ def present(
         flag = result.flag or "--budget"
         more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
         next_step = pasteable(f"next: designloop resume {result.run_id} {flag} {more}")
-    reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
+    reviewed = reviewed_by(result, engine_summary)
     for rev in revisions or []:
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
     declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
@@ -229,6 +229,26 @@ def unapproved_design(design: DesignDir, store: RunStore) -> str | None:
             f"design.md is {now}, not the accepted r{accepted.number}; final runs on it as it is ({approve})"
         )
     return None
+
+
+def reviewed_by(result: RunResult, summary: Callable[[dict[str, str]], str]) -> str:
+    """Who reviewed, as the outcome line says it: the reviewing roles that returned a valid
+    review and their models; ``not reviewed`` when none did (an author that never wrote, a
+    server that never answered), with the author's error when it has one."""
+    from pipeline.graph.story import AUTHORS
+
+    state = result.state
+    if not result.models:
+        return ""
+    valid = {r.role for r in state.reviews() if r.status == "ok"} if state is not None else set()
+    reviewers: dict[str, str] = {
+        str(role): model for role, model in result.models.items() if role in valid and role not in AUTHORS
+    }
+    if reviewers:
+        return f"reviewed by {summary(reviewers)}"
+    author = getattr(state, "author", None)
+    error = getattr(author, "error", None) if author is not None and not author.draft_ok else None
+    return "not reviewed" + (f" (the author wrote no draft: {error})" if error else "")
 
 
 def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:

@@ -172,7 +172,7 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
     """Step 7: append the entry exactly once per run (it carries the run id; a second append
     finds the first), without the research log's words, right after the lock's fence."""
     assert state.outcome is not None
-    blocks = story.entry_blocks(state, state.outcome.remaining)
+    blocks = story.entry_blocks(state, state.outcome.remaining, wrote=bool(diffs))
     ran = {item.role for item in state.usage}
     models = f"**Models**: {engine_summary(roles_played(ran, deps.runtime.model_specs))}"
     blocks = [models, "", *blocks] if ran else blocks

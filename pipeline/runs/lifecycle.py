@@ -22,6 +22,7 @@ from pipeline.formats.approvals import NAME, Approval, append_approvals, parse_a
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.formats.research_log import load_research_log
+from pipeline.formats.review_chain import tampered
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.revisions import FILES, REQUESTERS, Revision, basename
 from pipeline.formats.textio import check_write_target
@@ -42,6 +43,7 @@ REJECTED = "revision-rejected"
 ALREADY = "already-accepted"
 NOT_CANDIDATE = "not-a-candidate"
 FROZEN = "design-frozen"
+TAMPERED = "review-log-tampered"
 PASS = "PASS"
 
 
@@ -112,6 +114,15 @@ def check_approvable(d: Directory, file: str) -> Revision:
     neither rejected nor accepted already."""
     rev = check_current(d, file)
     design = d.design
+    if found := tampered(design.mutations, design.repo_root):
+        raise _refuse(
+            TAMPERED,
+            "the review log is not as designloop wrote it, so no revision it names can be trusted: "
+            + "; ".join(found[:3]),
+            design,
+            "restore design-mutations.md from version control (git checkout -- FILE); a document "
+            "edited by hand goes through designloop edit, or a new run",
+        )
     if rev.outcome != PASS:
         found = open_findings(design, rev)
         listed = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")

@@ -31,6 +31,7 @@ from pipeline.errors import InputError
 from pipeline.formats.approvals import Approval, state_of
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.research_log import Gate, load_research_log
+from pipeline.formats.review_chain import tampered
 from pipeline.formats.revisions import FILES, INPUT_NAMES, Revision, basename
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.grounding.drift import ClaimState, Drift
@@ -287,6 +288,10 @@ def directory_status(
     )
     if gate_gap is not None:
         status.gaps.append(gate_gap)
+    if found := tampered(design.mutations, design.repo_root):
+        status.gaps.append(
+            Gap("review-log-tampered", "the review log is not as designloop wrote it", tuple(found))
+        )
     if holder is not None:
         status.gaps.append(Gap("run-active", f"{holder.describe()} is working on this design directory"))
     return status
