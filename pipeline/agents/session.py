@@ -17,7 +17,7 @@ from pipeline.agents.roles import OVERRIDE_DIR, RoleDef, instructions_for, load_
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
-from pipeline.formats.textio import enclosing_repository, read_text
+from pipeline.formats.textio import check_runs_link, read_text
 from pipeline.settings import (
     CACHE_DIR,
     Limits,
@@ -104,20 +104,6 @@ def check_prompts(roles: dict[str, RoleDef], repo_root: Path) -> None:
             read_text(path, what=f"{kind[:-1]} override")
 
 
-def check_runs_link(given: Path) -> None:
-    """A runs directory inside the repository that leads out of it through a link (a checked-in
-    ``runs`` link, say) is refused: designloop would write its runs where nobody named.
-    ``--runs-dir`` naming a place outside the repository is the user's choice, and fine."""
-    repo = enclosing_repository(given)
-    real = given.resolve()
-    if repo is not None and given != real and not real.is_relative_to(repo.resolve()):
-        raise InputError(
-            f"the runs directory leads outside the repository (to {real}) through a symbolic link",
-            file=given,
-            hint=f"pass --runs-dir {real} if runs belong there, or remove the link",
-        )
-
-
 def open_session(repo_root: Path, options: SessionOptions) -> Session:
     """Check every option and setting, then build the runtime. Nothing is written: the request
     cache opens on its first use, after the command has checked everything else."""
@@ -167,7 +153,11 @@ def servers(runtime: Runtime) -> dict[str, str]:
 
 
 def check_models(runtime: Runtime) -> None:
-    """Build each configured model once (its provider, its key), so a model that cannot run is
-    refused before a run writes anything rather than when its role is first spawned."""
+    """Build each configured model once (its provider, its key) and reach its server, so a model
+    that cannot run is refused before a run writes anything rather than when its role is first
+    spawned (agents/reach.py)."""
     for spec in sorted(set(runtime.model_specs.values()) - {OFFLINE}):
         runtime.provider_model(spec)
+    from pipeline.agents.reach import check_reachable
+
+    check_reachable(runtime)

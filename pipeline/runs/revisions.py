@@ -15,20 +15,22 @@ import hashlib
 import json
 import os
 import sqlite3
-import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from pipeline import confinement
 from pipeline.formats.database import check_database, sqlite_failure
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.review_log import log_revisions, parse_entries
 from pipeline.formats.revisions import Finalised, Revision, merge
-from pipeline.runs.fingerprint import Fingerprints, input_files
 from pipeline.settings import REVISIONS, make_runs_dir
+
+if TYPE_CHECKING:  # a finish digests its inputs; the commands that read revisions never load it
+    from pipeline.runs.fingerprint import Fingerprints
 
 WHAT = "revision store"
 INPUT_DIGEST = 16
@@ -196,14 +198,16 @@ def digest(path: Path) -> str | None:
     or a device in its place is never waited on) is ``not-a-file``, a file that cannot be read
     ``unreadable:<errno>``: no revision is either."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = confinement.open_fd(path)
     except FileNotFoundError:
         return None
+    except (IsADirectoryError, confinement.NotRegularFile):
+        return "not-a-file"
+    except confinement.OutsideRepository:  # a link out of the repository is no revision
+        return "outside-the-repository"
     except OSError as exc:  # a permission taken away: no revision matches it either
         return f"unreadable:{exc.errno}"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not-a-file"
         h = hashlib.sha256()
         while chunk := os.read(fd, 2**20):
             h.update(chunk)
@@ -216,6 +220,8 @@ def input_digests(design: DesignDir, kind: str, prints: Fingerprints) -> dict[st
     """What a run of ``kind`` read, part by part (formats.revisions.INPUT_NAMES): the files the
     batch fingerprint reads, grouped, and the code under the code root as the code index walks it
     (each a SHA-256 cut to INPUT_DIGEST hex digits). ``prints`` digests each code root once."""
+    from pipeline.runs.fingerprint import input_files
+
     groups: dict[str, list[Path]] = {}
     # Phase 4 reads the frozen design; phase 1 and the edits read the research log and the plan
     # (an edit's own document is what it changes, not what it read).
