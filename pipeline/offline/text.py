@@ -48,7 +48,6 @@ class Lexicon:
     group_density: float
     group_share: float
     group_density_by_rule: dict[str, float]
-    house_habits: frozenset[str]
     tentative_sections: frozenset[str]
     future_note_words: tuple[str, ...]
     whole_document_rules: frozenset[str]
@@ -77,7 +76,6 @@ def lexicon() -> Lexicon:
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
-        house_habits=frozenset(data["house_habits"]),
         tentative_sections=frozenset(data["tentative_sections"]),
         future_note_words=tuple(data["future_note_words"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
