@@ -55,6 +55,7 @@ class Lexicon:
     host_suffixes: frozenset[str]
     acronym_passing_uses: int
     far_past: dict[str, float]
+    not_judged: tuple[str, ...]
 
 
 @cache
@@ -83,6 +84,7 @@ def lexicon() -> Lexicon:
         host_suffixes=frozenset(data["host_suffixes"]),
         acronym_passing_uses=int(data["acronym_passing_uses"]),
         far_past={k: float(v) for k, v in data["hard_limit_far_past"].items()},
+        not_judged=tuple(data["not_judged"]),
     )
 
 
