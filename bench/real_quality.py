@@ -62,6 +62,7 @@ import dataclasses
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,7 @@ SETS = (
     "held-out-9",
     "held-out-10",
     "held-out-11",
+    "held-out-12",
 )
 DEFAULT_SETS = ("original", "tuning")
 LABEL_FILES = {
@@ -111,7 +113,25 @@ LABEL_FILES = {
     "held-out-9": "labels-held-out-9.toml",
     "held-out-10": "labels-held-out-10.toml",
     "held-out-11": "labels-held-out-11.toml",
+    "held-out-12": "labels-held-out-12.toml",
 }
+PROBLEM_FILES = {"held-out-12": "problems-held-out-12.toml"}
+"""A reader's problem list per set: what a technical editor found in each document, written
+before the reader saw any finding."""
+RULE_FINDABLE = frozenset(
+    {
+        "dangling-link",
+        "undefined-footnote",
+        "missing-figure-or-section",
+        "used-before-defined",
+        "doubled-word",
+        "identifier-spelling",
+        "placeholder",
+        "hedge-or-filler",
+        "overlong-sentence",
+    }
+)
+"""The problems a rule can find (the reader tags each problem with one of these, or "other")."""
 """Labels per set; every other set's labels are in labels.toml."""
 DOC_ROLES = ("readability-auditor", "comprehension-review")
 BLOCKING = ("blocker", "should-fix")
@@ -166,16 +186,40 @@ def logs(sets: tuple[str, ...]) -> list[str]:
     return sorted(entry["name"] for entry in _manifest()["log"] if entry["set"] in sets)
 
 
+def _checks_for_any(path: Path) -> list[Any]:
+    """The mechanical checks that hold for any document (a broken #anchor), as `check` runs
+    them on another project's file."""
+    from pipeline.checks.engine import CheckRequest, run_checks
+    from pipeline.checks.registry import registry
+
+    known = registry()
+    return [
+        f
+        for f in run_checks(CheckRequest(design_path=path))
+        if (rule := known.find(f.rule)) is not None and rule.holds_for("any")
+    ]
+
+
+SECONDS: dict[str, float] = {}
+"""Seconds each document took (both reviewers and the checks), filled by collect."""
+
+
 def collect(tmp: Path, sets: tuple[str, ...]) -> tuple[list[Item], dict[str, list[str]]]:
     items: list[Item] = []
     texts: dict[str, list[str]] = {}
     for doc in documents(sets):
         d = _repo(tmp, doc.stem, design=doc)
         texts[doc.name] = d.design.read_text(encoding="utf-8").split("\n")
+        start = time.perf_counter()
         for role in DOC_ROLES:
             items += [
                 Item(doc.name, role, f.rule, f.severity, f.line, f.quote, f.message) for f in _review(d, role)
             ]
+        items += [
+            Item(doc.name, "mechanical", f.rule, f.severity, f.line, f.quote, f.message)
+            for f in _checks_for_any(d.design)
+        ]
+        SECONDS[doc.name] = time.perf_counter() - start
     for name in logs(sets):
         log = REAL / "logs" / name / "research-log.md"
         d = _repo(tmp, "log-" + name, log=log)
@@ -486,6 +530,44 @@ def useful_kept(sets: tuple[str, ...], items: list[Item]) -> list[str]:
     return out
 
 
+def recall(sets: tuple[str, ...], items: list[Item]) -> list[str]:
+    """Per set with a reader's problem list: the share of its rule-findable problems some
+    finding reports (the same document, within a line of the problem, any rule and severity),
+    and each one missed."""
+    out = []
+    for name in sets:
+        path = REAL / PROBLEM_FILES.get(name, "-")
+        if not path.is_file():
+            continue
+        problems = tomllib.loads(path.read_text(encoding="utf-8")).get("problem", [])
+        findable = [p for p in problems if p["category"] in RULE_FINDABLE]
+        missed = [
+            p
+            for p in findable
+            if not any(
+                i.doc == p["doc"] and i.line is not None and abs(i.line - p["line"]) <= 1 for i in items
+            )
+        ]
+        found = len(findable) - len(missed)
+        share = f"{found / len(findable):.2f}" if findable else "-"
+        out.append(
+            f"{name}: {found} of {len(findable)} rule-findable problems found ({share}); "
+            f"{len(problems)} problems in the list"
+        )
+        out += [f"  missed: {p['doc']}:{p['line']} {p['category']} {p.get('quote', '')!r}" for p in missed]
+    return out
+
+
+def speed(texts: dict[str, list[str]]) -> str:
+    """Seconds per 1,000 lines, per document (both reviewers and the checks): the slowest."""
+    rates = {doc: SECONDS[doc] * 1000 / max(len(lines), 1) for doc, lines in texts.items() if doc in SECONDS}
+    if not rates:
+        return "-"
+    slowest = max(rates, key=rates.__getitem__)
+    median = statistics.median(rates.values())
+    return f"slowest {rates[slowest]:.2f} s per 1,000 lines ({slowest}); median {median:.2f}"
+
+
 def worth_reading(items: list[Item], labels: dict[Any, tuple[str, str]]) -> str:
     """Suggestions per role: how many of the labelled ones were worth an author's time."""
     rows = defaultdict(list)
@@ -533,6 +615,10 @@ def main() -> None:
         table, unlabelled = precision_tables(items, labels)
         print(table)
         print(f"\nsuggestions worth an author's time (labelled): {worth_reading(items, labels) or '-'}")
+        print(
+            "\n".join(["", "recall of the rule-findable problems of a reader's list:", *recall(sets, items)])
+        )
+        print(f"\nseconds per 1,000 lines per document: {speed(texts)}")
         print(f"\nblocker+should-fix findings without a label: {len(unlabelled)}")
         for item in unlabelled:
             print(f"  {item.doc}:{item.line} {item.rule} {item.quote!r}")
