@@ -541,31 +541,25 @@ def test_a_terms_first_use_that_defines_it_is_its_definition() -> None:
 WBT = "The Wide Bridge Table (WBT) holds them. "
 
 
-def test_acronyms_are_listed_only_where_the_document_defines_acronyms() -> None:
+def test_acronyms_never_defined_are_listed_on_every_document_as_one_suggestion() -> None:
     # PyTorch's conda RFC (XLA, AMD, DIY), its quantization RFC (NVIDIA), its CI relay RFC
     # (PAT), Lightning's BOLT 11 (QR, USD) and route blinding (PTLC, BFS), the component
-    # model's dynamic linking (WAST): another project's documents that spell out no acronym
-    # write for readers who know them, and list none. A design in the seed's shape answers to
-    # the house style, which defines every acronym: it is given the list whatever it spells out.
+    # model's dynamic linking (WAST) spell out no acronym: their readers may know them all, but
+    # the list is softened to one suggestion, never muted (the one a reader does not know is
+    # where they stop, and where a typo hides: "Unary PRC").
     for doc in (
         "pytorch-rfc-0006-conda-distribution.md",
-        "pytorch-rfc-0019-extending-pytorch-quantization-to-custom-backends.md",
-        "pytorch-rfc-0050-cross-repository-ci-relay-for-pytorch-out-of-tree-backends.md",
         "lightning-bolt-11-payment-encoding.md",
-        "lightning-bolts-route-blinding.md",
         "wasm-component-model-shared-everything-dynamic-linking.md",
     ):
-        assert not [f for f in _corpus(doc) if "never defined" in f.message], doc
-    # Where the document's own convention is to define its acronyms, the one it leaves
-    # undefined is listed.
+        listed = [f for f in _corpus(doc) if "never defined" in f.message]
+        assert [f.severity for f in listed] == ["suggestion"], doc
     text = "# T\n\n## Overview\n\n" + WBT + "The QZX bridge carries media.\n"
-    assert [f.message for f in comprehension_of(text, seed=True) if f.rule == "cr-term-order"] == [
-        "1 acronym is never defined: QZX (line 5)"
-    ]
-    assert not [f for f in comprehension_of(text.replace(WBT, "")) if f.rule == "cr-term-order"]
-    assert [
-        f.message for f in comprehension_of(text.replace(WBT, ""), seed=True) if f.rule == "cr-term-order"
-    ] == ["1 acronym is never defined: QZX (line 5)"]
+    for body in (text, text.replace(WBT, "")):
+        for seed in (True, False):
+            assert [f.message for f in comprehension_of(body, seed=seed) if f.rule == "cr-term-order"] == [
+                "1 acronym is never defined: QZX (line 5)"
+            ]
 
 
 def test_an_acronym_before_a_level_is_a_use() -> None:
@@ -608,10 +602,12 @@ def test_quoted_names_separated_by_commas_are_a_list_and_bracketed_asides_are_st
     blocking = {f.line for f in found if f.rule == "hs-sentence-length" and f.severity == "should-fix"}
     assert 580 not in blocking
     assert {530, 1448} <= blocking
-    # In the project's own document, short of 90 words each is a suggestion of its own.
+    # In the project's own document, short of 90 words each is a suggestion of its own; so is
+    # the sentence that reads in one pass (a reader judged it a suggestion's worth): past the
+    # hard limit, a length is never folded into a section's habit count.
     found = review(repo(tmp_path / "cc-own", cc), "readability-auditor")
     long = {f.line: f.severity for f in found if f.rule == "hs-sentence-length"}
-    assert long.get(529) == long.get(1447) == "suggestion" and 579 not in long
+    assert long.get(529) == long.get(1447) == long.get(579) == "suggestion"
 
 
 # Classes a fourth held-out set showed (Flux's RFCs, Ray's REPs, Dapr's proposals, TiKV's RFCs)

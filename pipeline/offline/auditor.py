@@ -243,7 +243,11 @@ def _length_severity(run: Pass, rule: HouseRule, count: float, severity: Severit
     document only far past it (``hard_limit_far_past``), and short of that it is a suggestion
     of its own, not counted with the section's habits (docs/offline.md, "Severity policy").
     Returns the severity and whether the finding stands alone."""
-    if severity == "suggestion" or run.seed or _far_past(rule, count) != "suggestion":
+    if severity == "suggestion":
+        # Past the hard limit a length is a finding of its own, never folded into the section's
+        # habit (where it would go unreported unless the section has several).
+        return severity, rule.hard_limit is not None and count > rule.hard_limit
+    if run.seed or _far_past(rule, count) != "suggestion":
         return severity, False
     return "suggestion", True
 
@@ -289,6 +293,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                 if parts:
                     severity = _far_past(long_rule, count)
                 severity, alone = _length_severity(run, long_rule, count, severity)
+                alone = alone and not listed  # an inline list is a list, counted with the habits
                 applied = _applied(long_rule, count, severity, far=parts or not run.seed)
                 if severity == "suggestion" and not alone:
                     if id(block) in run.sectioned:

@@ -351,13 +351,12 @@ def _heading_uses(
             never[use.token] = [use]
 
 
-def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, seed: bool = True) -> None:
+def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon) -> None:
     """Each acronym at its first use: defined there or earlier, later only, or never. One
-    defined only later is a should-fix of its own (an order the author can fix); in a design
-    in the seed's shape, the ones never defined are one suggestion for the document, listing
-    each one it uses only in passing (``acronym_passing_uses`` in params/offline.toml; the
-    rest are the audience's own vocabulary, docs/offline.md). Another project's document
-    writes for its own readers, whose vocabulary a rule cannot know: no list."""
+    defined only later is a should-fix of its own (an order the author can fix); the ones never
+    defined are one suggestion for the document, listing each one it uses only in passing
+    (``acronym_passing_uses`` in params/offline.toml; the rest are the audience's own
+    vocabulary, docs/offline.md), on any document: softened to a suggestion, never muted."""
     defined_at: dict[str, int] = {}
     per_block: list[set[str]] = []
     previous: set[str] = set()
@@ -416,9 +415,9 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
     # the same list, a suggestion as everywhere: softened, never muted.
     most = lexicon().acronym_passing_uses
     never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
-    # A design in the seed's shape answers to the house style, which defines every acronym:
-    # its list does not wait for the document to have spelled out another one.
-    if never and (defined_at or seed):
+    # Softened, never muted: every document gets the list, a suggestion (a reader of this one
+    # may know them all; the one it does not know is where a reader stops, or a typo hides).
+    if never:
         first = next(iter(never.values()))[0]
         listed = ", ".join(
             f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
@@ -526,7 +525,7 @@ def review(
     report = Report(view.section_at)
     seed = seed_shaped(view) if seed is None else seed
     term_order(view, report, seed)
-    acronym_order(view, report, acronyms.Lexicon(view, known, words), seed)
+    acronym_order(view, report, acronyms.Lexicon(view, known, words))
     dangling_refs(view, report)
     loose_ends(view, report, seed)
     tldr_mismatch(doc, view, report)
