@@ -177,6 +177,7 @@ def present(
 
     from pipeline.agents.resolve import engine_summary
     from pipeline.cli.output import console, is_terminal, pasteable, write
+    from pipeline.formats.contracts import declined_words
 
     summary = run_dir / "summary.md"
     said = result.to_json()
@@ -206,7 +207,7 @@ def present(
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
     declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
     if declined:
-        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+        outcome += f", {declined_words(len(said['declined']))}"
     say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
     if next_step:  # the last line: what to do next
         say(next_step, plain=True)
