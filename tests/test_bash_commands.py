@@ -145,7 +145,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("git grep -O refill", REFUSED, "option -O is not allowed"),
     ("git grep --no-index refill /etc", REFUSED, "option --no-index is not allowed"),
     ("ls runs/*", REFUSED, "run records"),
-    ("cat notes.md", REFUSED, "only "),
+    ("cat notes.md", REFUSED, "; to read a file, use the read tool"),
 ]
 
 
@@ -250,7 +250,7 @@ def test_the_description_lists_only_what_this_machine_has(
     shell.installed.cache_clear()
     try:
         described = bash_description()
-        assert described.split(": ", 1)[1].startswith("git blame/diff/grep/log/show, grep. ")
+        assert described.split(": ", 1)[1].startswith("git blame/diff/grep/log/show, grep.\n")
         for absent in ("rg", "find", "sed", "head", "tail", "wc", "ls"):
             assert f" {absent}," not in described and f" {absent}." not in described
         said = shell.not_installed("rg", AUTHOR_TOOLS)

@@ -79,3 +79,20 @@ def test_an_event_nested_100000_deep_is_a_damaged_line(tmp_path: Path, cli: Cli)
     (run_dir / "run.json").write_text('{"format": 2,\n "format": 3}')
     result = cli(["resume", run_dir.name, "--runs-dir", str(run_dir.parent)])
     assert result.code == 2 and "run.json" in result.err and "twice" in result.err
+
+
+def test_an_approvals_record_naming_a_field_twice_is_refused(tmp_path: Path, cli: Cli) -> None:
+    from agentkit import make_repo
+
+    d = make_repo(tmp_path)
+    record = (
+        "# Approvals\n\n## 2026-12-01T17:20:04Z — accepted — design r1\n\n"
+        "- file: _workflow/design.md\n- sha256: " + "a" * 64 + "\n- actor: alice@example.com\n"
+        "- actor: mallory@evil\n- requested_by: cli\n- evidence: run 20261201-171303-p1-daf3cd\n"
+    )
+    (d.root / "design-approvals.md").write_text(record)
+    for command in (["status", str(d.root)], ["ready", str(d.root)], ["approve", str(d.root)]):
+        result = cli([*command, "--runs-dir", str(tmp_path / "runs")])
+        assert result.code == 2, (command, result.err)
+        assert "design-approvals.md:8" in result.err and '"actor" is given twice' in result.err
+        assert "mallory" not in result.out

@@ -108,7 +108,7 @@ def test_a_state_without_the_appended_entry_finishes_again_from_the_outcome(
 
     from pipeline.graph import finish
     from pipeline.graph.runner import graph_for
-    from pipeline.runs.store import sqlite_checkpointer
+    from pipeline.runs.checkpoints import sqlite_checkpointer
 
     d = make_repo(tmp_path)
     d.design.unlink()

@@ -15,8 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from pipeline.errors import ExitCode
+from pipeline.runs.checkpoints import sqlite_checkpointer
 from pipeline.runs.records import RUN_FORMAT
-from pipeline.runs.store import sqlite_checkpointer
 
 
 class OldState(TypedDict, total=False):

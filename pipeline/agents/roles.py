@@ -30,7 +30,7 @@ BASH_COMMANDS = "{bash_commands}"
 """Where an agent's instructions list the commands the Bash tool runs on this machine."""
 NOT_WORKFLOW = frozenset({"models", "worker"})
 """Tables of a user's designloop.toml that do not change what a run does to a design."""
-Output = Literal["review", "author"]
+Output = Literal["review", "author", "editor"]
 Tier = Literal["strong", "fast"]
 
 

@@ -17,7 +17,7 @@ from pipeline.agents.roles import OVERRIDE_DIR, RoleDef, instructions_for, load_
 from pipeline.agents.runtime import Runtime
 from pipeline.agents.usage import Budget
 from pipeline.errors import InputError
-from pipeline.formats.textio import enclosing_repository, read_text
+from pipeline.formats.textio import check_runs_link, read_text
 from pipeline.settings import (
     CACHE_DIR,
     Limits,
@@ -102,20 +102,6 @@ def check_prompts(roles: dict[str, RoleDef], repo_root: Path) -> None:
         folder = repo_root / OVERRIDE_DIR / kind
         for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
             read_text(path, what=f"{kind[:-1]} override")
-
-
-def check_runs_link(given: Path) -> None:
-    """A runs directory inside the repository that leads out of it through a link (a checked-in
-    ``runs`` link, say) is refused: designloop would write its runs where nobody named.
-    ``--runs-dir`` naming a place outside the repository is the user's choice, and fine."""
-    repo = enclosing_repository(given)
-    real = given.resolve()
-    if repo is not None and given != real and not real.is_relative_to(repo.resolve()):
-        raise InputError(
-            f"the runs directory leads outside the repository (to {real}) through a symbolic link",
-            file=given,
-            hint=f"pass --runs-dir {real} if runs belong there, or remove the link",
-        )
 
 
 def open_session(repo_root: Path, options: SessionOptions) -> Session:

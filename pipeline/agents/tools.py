@@ -400,10 +400,16 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
     return _save(deps, target, text.replace(old_string, new_string, 1)) or f"edited {deps.rel(target)}"
 
 
-BASH_DESCRIPTION = """Run one read-only command with its arguments: {commands}. No shell runs it:
-quote a pattern as a shell would ('a|b', "^def ", 'x$'), and an unquoted glob (src/*.py) names
-the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused. Each command
-takes only the options on its allow-list; paths stay inside the repository."""
+BASH_DESCRIPTION = (
+    "Run one read-only command with its arguments: {commands}.\n\n"
+    "No shell runs it: quote a pattern as a shell would ('a|b', \"^def \", 'x$'); an unquoted glob"
+    " (src/*.py) names the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused."
+    " Each command takes only the options on its allow-list, and paths stay inside the repository."
+)
+
+
+READERS = frozenset({"cat", "less", "more", "nl", "bat"})
+"""Commands a model reaches for to show a file, which the read tool does (numbered lines)."""
 
 
 def bash_description() -> str:
@@ -419,11 +425,12 @@ def _expanded(deps: ToolContext, words: list[Word]) -> list[str]:
         if word.pattern is None or Path(word.pattern).is_absolute() or word.pattern.startswith("~"):
             out.append(word.text)
             continue
-        found = []
-        for rel in sorted(globbing.glob(word.pattern, root_dir=deps.repo_root)):
-            real = (deps.repo_root / rel).resolve()
-            if real.is_relative_to(deps.repo_root) and not deps.is_forbidden(real):
-                found.append(rel)
+        found = [
+            rel
+            for rel in sorted(globbing.glob(word.pattern, root_dir=deps.repo_root))
+            if confinement.inside(deps.repo_root / rel, deps.repo_root)
+            and not deps.is_forbidden((deps.repo_root / rel).resolve())
+        ]
         out += found or [word.text]
     return out
 
@@ -444,7 +451,8 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
     except ValueError as exc:
         return f"error: {exc}"
     except ShellRefusal as exc:
-        return _refusal(deps.refuse(str(exc)))
+        reader = bool(line.words) and line.words[0].text in READERS and "Read" in deps.tools
+        return _refusal(deps.refuse(str(exc) + ("; to read a file, use the read tool" if reader else "")))
     except Refused as exc:
         return _refusal(exc)
     return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS, line.drop_errors, deps.tools)

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import confinement
 from pipeline.checks.registry import Rule, registry
+from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
 
 FORMATS = ("text", "json", "sarif", "github", "rdjson", "junit")
@@ -68,9 +70,9 @@ class Report:
 
     def _lines(self, relative: str) -> list[str]:
         if relative not in self.texts:
-            try:
-                text = (self.root / relative).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+            try:  # read through the one guard: a finding's path never leads out of the repository
+                text = confinement.read_bytes(self.root / relative).decode("utf-8", "replace")
+            except (OSError, InputError):
                 text = ""
             self.texts[relative] = text.splitlines()
         return self.texts[relative]

@@ -169,7 +169,7 @@ def parse_fail_on(value: str | None) -> FailOn | None:
 
 def runs_dir_of(runs_dir: Path | None) -> Path:
     """``--runs-dir``, or the repository's runs directory; never one reached through a link."""
-    from pipeline.agents.session import check_runs_link
+    from pipeline.formats.textio import check_runs_link
     from pipeline.settings import default_runs_dir, repo_root
 
     given = Path(os.path.abspath(runs_dir or default_runs_dir(repo_root())))
@@ -249,6 +249,8 @@ class ResumeFlags:
     max_requests: int | None = None
     show: Show = Show()
     approve_if_ready: bool = False
+    force: bool = False
+    """Go on over work recorded after the run started (kept under the run's directory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -179,7 +179,8 @@ def present(
     from pipeline.cli.output import console, is_terminal, pasteable, write
 
     summary = run_dir / "summary.md"
-    outcome = result.to_json()["outcome"]
+    said = result.to_json()
+    outcome = said["outcome"]
     shown = result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE)
     if shown and summary.is_file() and not show.quiet:
         text = summary.read_text(encoding="utf-8")
@@ -203,7 +204,10 @@ def present(
     reviewed = reviewed_by(result, engine_summary)
     for rev in revisions or []:
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
-    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
+    declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
+    if declined:
+        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
     if next_step:  # the last line: what to do next
         say(next_step, plain=True)
 
@@ -373,9 +377,15 @@ def resume(
     verbose: VerboseOpt = False,
     no_diff: NoDiffOpt = False,
     approve_if_ready: ApproveOpt = False,
+    force: ForceOpt = False,
 ) -> None:
-    """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
+    """Continue a run from its last completed step (after a crash, a pause or a spent budget).
+
+    A run is never resumed over work recorded after it started (a newer run or edit of its
+    documents): that is refused (exit 2) unless --force, which keeps those documents under the
+    run's directory."""
     flags = ResumeFlags(
+        force=force,
         budget=budget,
         max_cost=max_cost,
         runs_dir=runs_dir,
@@ -394,8 +404,10 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
     """Check the new limits, take the directory's lock, then load the run as it is now and go on."""
     from pipeline.agents.session import check_budget, check_requests, parse_cost
     from pipeline.runs.discard import refuse_discarded
+    from pipeline.runs.lock import holder_for
+    from pipeline.runs.overwrite import LaterWork
     from pipeline.runs.records import locate
-    from pipeline.runs.setup import load_run
+    from pipeline.runs.setup import anew_over, load_run, refuse_later
 
     failing = parse_fail_on(flags.fail_on)
     check_budget(flags.budget)
@@ -410,11 +422,19 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
             refuse_discarded(runs.view(run_id))
             run_dir = runs.run_dir(run_id)
             run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
+            resumed = True
+            try:
+                refuse_later(run, runs, f"designloop resume {run_id} --force")
+            except LaterWork as exc:
+                if not flags.force or exc.overwrite is None:
+                    raise
+                run, resumed = anew_over(run, runs, exc.overwrite), False
+                lock.relabel(holder_for(run.run_id))
             if flags.approve_if_ready:
                 from pipeline.runs.lifecycle import check_approvals
 
                 check_approvals(run.design)
-            run_and_report(run, True, flags.show, runs, lock, flags.approve_if_ready)
+            run_and_report(run, resumed, flags.show, runs, lock, flags.approve_if_ready)
     finally:
         runs.close()
 

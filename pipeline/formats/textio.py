@@ -182,6 +182,20 @@ def check_write_target(path: Path, root: Path | None = None) -> None:
         )
 
 
+def check_runs_link(given: Path) -> None:
+    """A runs directory inside the repository that leads out of it through a link (a checked-in
+    ``runs`` link, say) is refused: designloop would write its runs where nobody named.
+    ``--runs-dir`` naming a place outside the repository is the user's choice, and fine."""
+    repo = enclosing_repository(given)
+    real = given.resolve()
+    if repo is not None and given != real and not real.is_relative_to(repo.resolve()):
+        raise InputError(
+            f"the runs directory leads outside the repository (to {real}) through a symbolic link",
+            file=given,
+            hint=f"pass --runs-dir {real} if runs belong there, or remove the link",
+        )
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a same-directory temporary file and a rename; a full
     disk is :class:`~pipeline.formats.space.OutOfSpace`, with the file as it was. A file that

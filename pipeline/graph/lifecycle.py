@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import replace
 
 from pipeline import confinement
+from pipeline.formats.approvals import NAME, accepted, parse_approvals
 from pipeline.formats.kinds import CREATION_KINDS, PHASE4, Kind
 from pipeline.formats.review_log import MutationEntry
 from pipeline.formats.revisions import Finalised, Revision, file_of
@@ -64,6 +65,13 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
     known = history(design, [store])
     final = finalised(deps, known) if state.kind == PHASE4 else None
     docs = [(file, data) for rel, data in written(deps, state.kind) if (file := file_of(rel)) is not None]
+    # Bytes equal to the accepted revision's are that revision: never a new candidate.
+    approvals = parse_approvals(design.root / NAME)
+    docs = [
+        (file, data)
+        for file, data in docs
+        if (acc := accepted(approvals, file)) is None or acc.sha256 != hashlib.sha256(data).hexdigest()
+    ]
     if not docs:
         return
     base = Revision(

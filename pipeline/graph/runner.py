@@ -29,13 +29,14 @@ from pipeline.graph.edit.build import build_edit_graph
 from pipeline.graph.edit.state import EditState
 from pipeline.graph.result import RunResult, exit_code_for
 from pipeline.graph.watch import watched
+from pipeline.runs.checkpoints import Saver
 from pipeline.runs.event_fields import Spent
 from pipeline.runs.event_log import EventLog, Listener, read_events
 from pipeline.runs.events import Finished, Paused, RunStarted, Started, Stopped
 from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
-from pipeline.runs.store import LocalStore, RunStore, Saver
+from pipeline.runs.store import LocalStore, RunStore
 from pipeline.settings import CHECKPOINTS
 
 LAUNCH_EVENTS = (RunStarted, Started, Stopped, Paused)

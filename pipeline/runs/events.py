@@ -139,6 +139,8 @@ class Finished(BaseEvent):
     rounds: int = 0
     review_log_entry: int | None = None
     findings: Findings = Field(default_factory=list)
+    declined: list[str] = Field(default_factory=list)
+    """The parts of the user's instruction the inline editor declined."""
 
 
 class Wrote(BaseEvent):

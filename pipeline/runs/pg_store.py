@@ -24,14 +24,12 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from pipeline.agents.cache import RequestCache
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write_bytes
 from pipeline.runs.address import parse_store
@@ -44,6 +42,10 @@ from pipeline.runs.pg_revisions import TABLE as REVISIONS_TABLE
 from pipeline.runs.pg_revisions import PgRevisions
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.views import RunView, apply, settle
+
+if TYPE_CHECKING:  # what runs a graph imports; the commands that read run records never load it
+    from pipeline.agents.cache import RequestCache
+    from pipeline.runs.checkpoints import Saver
 
 SCHEMA = "designloop"
 FILES_AT = (Finished, Paused, Stopped)
@@ -65,7 +67,6 @@ TABLES = (
          batch_id text PRIMARY KEY, created timestamptz NOT NULL DEFAULT now(), data jsonb NOT NULL)""",
     REVISIONS_TABLE,
 )
-Saver = BaseCheckpointSaver[Any]
 
 
 class PgCache:

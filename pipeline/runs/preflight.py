@@ -71,16 +71,6 @@ def check_runs_dir(runs_dir: Path) -> None:
     check_database(runs_dir / REVISIONS, "revision store")
 
 
-def check_existing_runs_dir(runs_dir: Path) -> None:
-    """A runs directory to read from: one that names a file is refused."""
-    if runs_dir.exists() and not runs_dir.is_dir():
-        raise InputError(
-            "the runs directory names a file, not a directory",
-            file=runs_dir,
-            hint="pass --runs-dir DIR naming the directory that holds the runs",
-        )
-
-
 def check_reviews(design: DesignDir) -> None:
     """``_workflow/reviews`` (one params file per spawn) is a writable directory or can be made."""
     writable_dir(

@@ -40,6 +40,9 @@ class RunOptions(BaseModel):
     """``--max-requests``: the per-spawn request limit (None: ``[run] spawn_requests``)."""
 
 
+StartedBy = Literal["cli", "batch", "worker", "studio"]
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,6 +74,9 @@ class RunRecord(BaseModel):
     kept: dict[str, str] = {}
     """Each document the run was about to overwrite, and where its bytes are kept (both
     relative to the repository root)."""
+    started_by: StartedBy = "cli"
+    """Who started the run: a person's command (``cli``), a ``batch``, a queue ``worker``
+    (``enqueue`` hands runs to workers), LangGraph ``studio``."""
 
 
 def portable(path: Path, repo_root: Path) -> str:

@@ -159,6 +159,8 @@ def load_report(run_dir: Path) -> RunReport:
                 report.settled[event.round] = list(event.sections)
             case Finished():
                 report.outcome = event.outcome
+                if event.declined:
+                    report.outcome += f" (declined: {'; '.join(event.declined)})"
                 report.remaining = list(event.findings)
             case RevisionRecorded():
                 report.revisions = dict(event.files)

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pipeline import confinement
 from pipeline.formats.database import check_database, sqlite_failure
@@ -27,8 +27,10 @@ from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.review_log import log_revisions, parse_entries
 from pipeline.formats.revisions import Finalised, Revision, merge
-from pipeline.runs.fingerprint import Fingerprints, input_files
 from pipeline.settings import REVISIONS, make_runs_dir
+
+if TYPE_CHECKING:  # a finish digests its inputs; the commands that read revisions never load it
+    from pipeline.runs.fingerprint import Fingerprints
 
 WHAT = "revision store"
 INPUT_DIGEST = 16
@@ -218,6 +220,8 @@ def input_digests(design: DesignDir, kind: str, prints: Fingerprints) -> dict[st
     """What a run of ``kind`` read, part by part (formats.revisions.INPUT_NAMES): the files the
     batch fingerprint reads, grouped, and the code under the code root as the code index walks it
     (each a SHA-256 cut to INPUT_DIGEST hex digits). ``prints`` digests each code root once."""
+    from pipeline.runs.fingerprint import input_files
+
     groups: dict[str, list[Path]] = {}
     # Phase 4 reads the frozen design; phase 1 and the edits read the research log and the plan
     # (an edit's own document is what it changes, not what it read).

@@ -10,36 +10,29 @@ before-snapshots and summary.md) that the nodes read and write; a shared store m
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import aiosqlite
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-from pipeline.agents.cache import RequestCache
 from pipeline.bounded import load_json
 from pipeline.errors import InputError
-from pipeline.formats.database import sqlite_failure
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
 from pipeline.runs.batch_record import BatchRecord, parse_batch
 from pipeline.runs.event_fields import BaseEvent
 from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
-from pipeline.runs.preflight import check_existing_runs_dir
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.revisions import RevisionStore, SqliteRevisions
 from pipeline.runs.views import RunView, list_runs, read_view
 from pipeline.settings import CHECKPOINTS, make_runs_dir
 
-CHECKPOINT_STORE = "checkpoint store"
+if TYPE_CHECKING:  # what runs a graph imports; the commands that read run records never load it
+    from pipeline.agents.cache import RequestCache
+    from pipeline.runs.checkpoints import Saver
+
 BATCHES = "batches"
-Saver = BaseCheckpointSaver[Any]
 
 
 class RunStore(Protocol):
@@ -100,54 +93,6 @@ class RunStore(Protocol):
         """Let go of connections and files."""
 
 
-@asynccontextmanager
-async def sqlite_checkpointer(runs_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """One SQLite checkpointer: one file under the runs directory, WAL, a busy timeout.
-
-    The state is plain JSON (graph.build.node), so the serializer imports no classes on load.
-    """
-    make_runs_dir(runs_dir)
-    path = runs_dir / CHECKPOINTS
-    try:
-        async with aiosqlite.connect(path, timeout=30) as conn:
-            await conn.execute("PRAGMA busy_timeout = 30000")
-            saver = AsyncSqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
-            await saver.setup()
-            yield saver
-    except sqlite3.Error as exc:
-        named = sqlite_failure(exc, path, CHECKPOINT_STORE)
-        if named is None:
-            raise
-        raise named from None
-
-
-KEEP_LATEST_SQL = (
-    # The newest checkpoint of each namespace stays; ids are time-ordered (uuid6), as the saver's
-    # own "latest" query assumes (ORDER BY checkpoint_id DESC).
-    """DELETE FROM writes WHERE thread_id = :t AND checkpoint_id NOT IN (
-         SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = :t GROUP BY checkpoint_ns)""",
-    """DELETE FROM checkpoints WHERE thread_id = :t AND checkpoint_id NOT IN (
-         SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = :t GROUP BY checkpoint_ns)""",
-    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = :t",
-)
-
-
-async def prune_sqlite(saver: AsyncSqliteSaver, run_id: str) -> None:
-    """``keep_latest`` for the SQLite saver, which has no prune of its own: delete every
-    checkpoint of the thread but the newest per namespace, and the writes of the deleted ones,
-    in one transaction under the saver's lock. The SQLite saver stores whole channel values in
-    each checkpoint (no blob table), so the newest checkpoint alone restores the state."""
-    async with saver.lock:
-        conn = saver.conn
-        try:
-            for sql in KEEP_LATEST_SQL:
-                await conn.execute(sql, {"t": run_id})
-            await conn.commit()
-        except BaseException:
-            await conn.rollback()
-            raise
-
-
 class LocalStore:
     """Run directories, an SQLite checkpoint file and a diskcache under one runs directory."""
 
@@ -157,10 +102,13 @@ class LocalStore:
         self.runs_dir = runs_dir
 
     def checkpointer(self) -> AbstractAsyncContextManager[Saver]:
+        from pipeline.runs.checkpoints import sqlite_checkpointer
+
         return sqlite_checkpointer(self.runs_dir)
 
     async def prune(self, saver: Saver, run_id: str) -> None:
-        assert isinstance(saver, AsyncSqliteSaver)
+        from pipeline.runs.checkpoints import prune_sqlite
+
         await prune_sqlite(saver, run_id)
 
     def has_checkpoints(self) -> bool:
@@ -244,6 +192,16 @@ class LocalStore:
 
     def close(self) -> None:
         return None
+
+
+def check_existing_runs_dir(runs_dir: Path) -> None:
+    """A runs directory to read from: one that names a file is refused."""
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise InputError(
+            "the runs directory names a file, not a directory",
+            file=runs_dir,
+            hint="pass --runs-dir DIR naming the directory that holds the runs",
+        )
 
 
 def load_batch_file(path: Path) -> BatchRecord:

@@ -259,6 +259,7 @@ def step6_evaluate(state: RunState, runtime: RunContext) -> Update:
             clean=dual_clean,
             auditor=len(blocking(kept)),
             second=len(blocking(second)),
+            mechanical=len(blocking(state.mechanical)),
             inconclusive=merged.inconclusive,
             prefix_share=round(share, 4),
             found=kept + second,

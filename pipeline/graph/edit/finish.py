@@ -54,7 +54,10 @@ def step6_outcome(state: EditState, runtime: RunContext) -> BaseUpdate:
     """As for the creation kinds (graph.finish.ladder): BLOCKER REMAINS, INCONCLUSIVE (a required
     cold read never returned a valid review), SHOULD-FIX REMAINS, or PASS."""
     left = remaining(state)
-    standing = finish.Standing(remaining=left, unreviewed=any(f.rule == "inconclusive" for f in left))
+    declined = state.applied.declined if state.applied else []
+    standing = finish.Standing(
+        remaining=left, unreviewed=any(f.rule == "inconclusive" for f in left), declined=declined
+    )
     return finish.decide(state, runtime.context, standing)
 
 
