@@ -351,6 +351,9 @@ def check(
     target: Annotated[str, typer.Option("--target", metavar="design|mechanics|both")] = "design",
     scope: Annotated[str, typer.Option("--scope", metavar="bounded|whole-doc")] = "whole-doc",
     output_format: OutputFormatOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="the same as --output-format json (the default)")
+    ] = False,
     legacy_format: Annotated[str | None, typer.Option("--format", hidden=True)] = None,
     output_file: OutputFileOpt = None,
     fix: Annotated[
@@ -397,7 +400,9 @@ def check(
         changed_section=changed_section,
         target=choice("--target", target, ("design", "mechanics", "both")),
         scope=choice("--scope", scope, ("bounded", "whole-doc")),
-        output_format=output_format_of(output_format or legacy_format, "json"),
+        output_format=output_format_of(
+            output_format or legacy_format or ("json" if as_json else None), "json"
+        ),
         output_file=output_file,
         fix=fix,
         select=list(select or ()),
