@@ -23,6 +23,7 @@ from pipeline.formats.prose import MASK, Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import prose_lint, wording
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
@@ -210,13 +211,16 @@ def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups
     future = _future_notes(view)
     for rule in (r for r in rules.values() if r.terms):
         groups.word_rules.add(rule.id)
+        # Decided once per term, not per place (the headings can be long).
+        subject = {term for term in rule.terms if term_pattern(term).search(headings)}
         for block in blocks:
+            checkpoint()
             if rule.id == "hs-hedge" and (
                 _tentative(view.section_at(block.start)) or _noted(view, block, future)
             ):
                 continue
             for hit in wording.hits(block, rule):
-                if term_pattern(hit.term).search(headings):
+                if hit.term in subject:
                     continue
                 said = block.text[hit.start : hit.end]
                 place = Place(hit.line, hit.quote, said.lower(), block.start)
@@ -264,6 +268,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
     long_rule, passive_rule = rules.get("hs-sentence-length"), rules.get("hs-passive-stack")
     view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
+        checkpoint()
         if block.kind != "paragraph":
             continue
         section = view.section_at(block.start)
@@ -317,10 +322,11 @@ CLAUSE_BREAK_RE = re.compile(r";|—|\s(?:--|–|-)\s")
 
 ASIDE_RE = re.compile(r"\([^()]*\)")
 """A bracketed aside: the reader sets it apart and follows the sentence around it."""
-ITEM = r"(?:[\"“‘'][^\"”’'\n]{1,40}[\"”’']|" + MASK + "+)"
-QUOTED_LIST_RE = re.compile(rf"{ITEM}(?:\s*,\s*{ITEM}){{2,}}\s*,?")
+ITEM = r"(?:[\"“‘'][^\"”’'\n]{1,40}[\"”’']|(?<!" + MASK + ")" + MASK + "++)"
+QUOTED_LIST_RE = re.compile(rf"{ITEM}(?:\s*+,\s*+{ITEM}){{2,}}+\s*,?")
 """A run of three or more quoted items or code spans separated by commas: an enumeration,
-not words of a sentence."""
+not words of a sentence. A run of masked characters (a code span) is an item from its start
+only, taken whole: trying it from every character of a long run was quadratic."""
 
 
 def _parses_in_parts(block: Block, start: int, end: int, limit: float | None = None) -> bool:
@@ -374,6 +380,7 @@ def _walls(
         return
     view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
+        checkpoint()
         count = len(block.words)
         if block.kind != "paragraph" or count <= rule.limit:
             continue
@@ -446,11 +453,11 @@ def owned_blocks(view: ProseView, start: int, end: int) -> list[Block]:
     the first heading, for the slice that starts the document): each section's measures are
     taken by exactly one slice, over the whole section, wherever its slice boundaries fell."""
     heads = [h.line for h in view.headings if h.level <= 2 and view.section_at(h.line) == h.text]
-    mine = [line for line in heads if start <= line <= end]
+    mine = {line for line in heads if start <= line <= end}
     out = []
     for block in view.paragraphs():
-        section_head = max((h for h in heads if h <= block.start), default=None)
-        if (section_head is None and start == 1) or section_head in mine:
+        at = bisect.bisect_right(heads, block.start) - 1  # the section heading above it
+        if (at < 0 and start == 1) or (at >= 0 and heads[at] in mine):
             out.append(block)
     return out
 

@@ -15,6 +15,7 @@ from functools import cache
 
 from pipeline.formats.findings import Finding
 from pipeline.formats.prose import MASK, Block, ProseView
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.text import lexicon, review_finding
 
 BLANK = "·"
@@ -57,6 +58,7 @@ def lint(view: ProseView, blocks: list[Block]) -> list[Finding]:
 
     out: list[Finding] = []
     for block in blocks:
+        checkpoint()
         text = block.prose.replace(MASK, BLANK)
         if not text.strip(" \n" + BLANK):
             continue
