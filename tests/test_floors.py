@@ -34,7 +34,9 @@ COMMANDS: list[tuple[list[str], int]] = [
     (["batch"], 2),
     (["create", "--budjet", "3", EXAMPLE], 2),
 ]
-OWN_WORDS = re.compile(r"^(designloop: |warning: design\.md|  |Usage: |Options:|Commands:|$|run \d{8}-)")
+OWN_WORDS = re.compile(
+    r"^(designloop: |warning: design\.md|  |Usage: |Options:|Commands:|$|run \d{8}-|\S+: profile (house|any) \()"
+)
 """What designloop itself writes on stderr in the commands above."""
 
 
