@@ -35,7 +35,7 @@ COMMANDS: list[tuple[list[str], int]] = [
     (["create", "--budjet", "3", EXAMPLE], 2),
 ]
 OWN_WORDS = re.compile(
-    r"^(designloop: |warning: design\.md|  |Usage: |Options:|Commands:|$|run \d{8}-|\S+\.md: profile \w+ \()"
+    r"^(designloop: |warning: design\.md|  |Usage: |Options:|Commands:|$|run \d{8}-|\S+: profile (house|any) \()"
 )
 """What designloop itself writes on stderr in the commands above."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Annotated
@@ -228,6 +227,8 @@ def review(
         read_text(target, what="draft")
     # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
     with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
+        import asyncio  # only the commands that run something load it
+
         run = asyncio.run(
             review_once(session.runtime, role, d, session.limits, target, part, keep_params=keep_params)
         )

@@ -214,7 +214,7 @@ def run_check(flags: CheckFlags) -> int:
         summary=_summary(findings, files),
         rules=rule_table(),
     )
-    if flags.output_format == "text" and output is None:
+    if flags.output_format != "json":  # JSON holds it in `files`; every other format says it on stderr
         for entry in files:  # which rules ran on what, said once per file, beside the findings
             write(f"{entry['path']}: profile {entry['profile']} ({entry['why']})", stderr=True)
     emit(report, flags.output_format, output)
