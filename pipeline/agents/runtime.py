@@ -30,6 +30,7 @@ from pipeline.agents.cache import (
     CallLog,
     InFlight,
     RequestCache,
+    RuleEngine,
 )
 from pipeline.agents.confine import LogVersions, Private
 from pipeline.agents.models import build_model, describe_failure, settings_for
@@ -138,7 +139,8 @@ class Runtime:
             elif spec == OFFLINE:
                 from pipeline.offline.engines import offline_model
 
-                base = offline_model(role, self.limits)
+                self._models[role] = RuleEngine(offline_model(role, self.limits))
+                return self._models[role]
             else:
                 base = self.provider_model(spec)
             self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)

@@ -134,13 +134,9 @@ class Groups:
             return count >= lex.group_share * max(size.paragraphs, 1)
         return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
-    def report(
-        self, rules: dict[str, HouseRule], report: Report, quiet: frozenset[str] = frozenset()
-    ) -> None:
-        """One suggestion per section for each habit, but for the rules in ``quiet``."""
+    def report(self, rules: dict[str, HouseRule], report: Report) -> None:
+        """One suggestion per section for each habit."""
         for (rule_id, section), found in self.places.items():
-            if rule_id in quiet:
-                continue
             rule = rules[rule_id]
             places = self.padded(found) if rule_id in self.word_rules else found
             if not places or not self.habit(rule_id, section, len(places)):
@@ -289,9 +285,11 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                     or len(inside) >= 3
                 )
                 severity = "suggestion" if listed else _severity(long_rule, count)
-                if severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit):
+                parts = severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit)
+                if parts:
                     severity = _far_past(long_rule, count)
                 severity, alone = _length_severity(run, long_rule, count, severity)
+                applied = _applied(long_rule, count, severity, far=parts or not run.seed)
                 if severity == "suggestion" and not alone:
                     if id(block) in run.sectioned:
                         groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
@@ -305,7 +303,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                         severity,
                         line,
                         quote,
-                        f"sentence of {count} words (limit {long_rule.limit:g})",
+                        f"sentence of {count} words (limit {applied:g})",
                         "split it into two or three sentences at its joints",
                     )
             if (
@@ -352,6 +350,18 @@ def _parses_in_parts(block: Block, start: int, end: int, limit: float | None = N
     )
 
 
+def _applied(rule: HouseRule, measure: float, severity: Severity, far: bool) -> float:
+    """The limit that decided the finding, as its message quotes it: for one that blocks, the
+    hard limit, or the point far past it where blocking starts for this text (another project's
+    document, a sentence that reads in parts); for a suggestion, the hard limit when the text
+    is past it, else the limit."""
+    hard, limit = rule.hard_limit, rule.limit or 0.0
+    if severity != "suggestion" and hard is not None:
+        factor = lexicon().far_past.get(rule.id)
+        return factor * hard if far and factor is not None and measure >= factor * hard else hard
+    return hard if hard is not None and measure > hard else limit
+
+
 def _far_past(rule: HouseRule, measure: float) -> Severity:
     """The rule's severity when the measure is far past its hard limit (``hard_limit_far_past``
     in params/offline.toml), else a suggestion."""
@@ -385,9 +395,11 @@ def _walls(
         if block.kind != "paragraph" or count <= rule.limit:
             continue
         severity = _severity(rule, count)
-        if severity != "suggestion" and _reads_in_steps(block, sentence_limit):
+        steps = severity != "suggestion" and _reads_in_steps(block, sentence_limit)
+        if steps:
             severity = _far_past(rule, count)
         severity, alone = _length_severity(run, rule, count, severity)
+        applied = _applied(rule, count, severity, far=steps or not run.seed)
         if alone and len(sentence_spans(block.prose)) == 1:
             continue  # one sentence: the long sentence's finding says it
         quote = block.quote(0, len(block.text), 60)
@@ -401,7 +413,7 @@ def _walls(
                 severity,
                 block.start,
                 quote,
-                f"paragraph of {count} words (limit {rule.limit:g})",
+                f"paragraph of {count} words (limit {applied:g})",
                 "break it into shorter paragraphs or a list of steps",
             )
 
@@ -511,11 +523,10 @@ def audit(
     _sentence_rules(run, both, active)
     sentence_rule = active.get("hs-sentence-length")
     _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
-    # Another project's document keeps its writer's style: none of the house style's habits.
-    quiet = frozenset() if seed else lexicon().house_habits
-    if "hs-em-dash" not in quiet:
-        _dash_density(view, sections, active.get("hs-em-dash"), report)
-    groups.report(active, report, quiet)
+    # Another project's document is told of the house style's habits too, as suggestions (they
+    # are suggestions everywhere): softened where its author answers to other rules, never muted.
+    _dash_density(view, sections, active.get("hs-em-dash"), report)
+    groups.report(active, report)
     found = report.findings()
     taken = {(f.line, (f.quote or "").lower()) for f in found}
     for item in prose_lint.lint(view, mine):

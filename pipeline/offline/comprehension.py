@@ -20,6 +20,7 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import acronyms
 from pipeline.offline.deadline import checkpoint
 from pipeline.offline.logtext import records
+from pipeline.offline.loose_ends import loose_ends
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
 from pipeline.offline.references import dangling_refs, heading_names
@@ -164,6 +165,9 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
 SENTENCE_END_RE = re.compile(r"[.!?]\s")
 NEAR_LINES = 5
 """A definition this close after a use, in the same section, is the use's gloss."""
+LONG_BEFORE = 100
+"""A use this many lines or more before the definition is reported on any document, as a
+suggestion on another project's (a reader cannot carry a word that far on trust)."""
 
 
 def _marked(block: Block, match: re.Match[str] | None) -> tuple[bool, bool]:
@@ -281,7 +285,8 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
                 continue  # a glossary entry naming another entry of the same glossary
             if pointer is not None and pointer <= use and _glossary(view, defining):
                 continue  # the reader was pointed at the glossary that defines it
-            if not seed and _foreign_use_defined(view, block, match, marks.get(term), use, line):
+            far = line - use >= LONG_BEFORE and not _links_to(view, block, line)
+            if not seed and not far and _foreign_use_defined(view, block, match, marks.get(term), use, line):
                 continue
             report.add(
                 "cr-term-order",
@@ -407,12 +412,13 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
     # field stops (and where a typo hides: "Unary PRC", "CLU argument").
     # And a document that spells out none of its acronyms writes for readers who know them:
     # the list is worth its author's time where the document's own convention is to define
-    # them (it defines others) and it leaves some undefined.
-    if not seed:
-        return
+    # them (it defines others) and it leaves some undefined. Another project's document gets
+    # the same list, a suggestion as everywhere: softened, never muted.
     most = lexicon().acronym_passing_uses
     never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
-    if never and defined_at:
+    # A design in the seed's shape answers to the house style, which defines every acronym:
+    # its list does not wait for the document to have spelled out another one.
+    if never and (defined_at or seed):
         first = next(iter(never.values()))[0]
         listed = ", ".join(
             f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
@@ -522,6 +528,7 @@ def review(
     term_order(view, report, seed)
     acronym_order(view, report, acronyms.Lexicon(view, known, words), seed)
     dangling_refs(view, report)
+    loose_ends(view, report, seed)
     tldr_mismatch(doc, view, report)
     decision_shaped(doc, view, report)
     findings = report.findings()

@@ -104,7 +104,16 @@ def _replace_once(text: str, section: str | None, old: str, new: str) -> tuple[s
     return text[:at] + new + text[at + len(old) :], None
 
 
+def _present(text: str, section: str | None, passage: str) -> bool:
+    """``passage`` already stands in the section (a request carried out before: a re-run of the
+    spawn must not write it twice)."""
+    start, stop = _scope(text, section)
+    return passage in text[start:stop]
+
+
 def _append(text: str, section: str | None, addition: str) -> tuple[str, str | None]:
+    if _present(text, section, addition):
+        return text, None
     if not section:
         return join([*split_lines(text), "", addition]), None
     doc = parse(text, DOC_PATH)
@@ -147,7 +156,10 @@ def apply(text: str, instruction: str, section: str | None) -> Outcome:
             joined = (
                 anchor + " " + addition if m.group("where").lower() == "after" else addition + " " + anchor
             )
-            out.text, error = _replace_once(out.text, section, anchor, joined)
+            if not _present(out.text, section, joined):
+                out.text, error = _replace_once(out.text, section, anchor, joined)
+            else:
+                error = None
         elif (m := APPEND_RE.match(request)) is not None:
             out.text, error = _append(out.text, section, _group(m, "y"))
         else:

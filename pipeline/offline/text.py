@@ -48,7 +48,6 @@ class Lexicon:
     group_density: float
     group_share: float
     group_density_by_rule: dict[str, float]
-    house_habits: frozenset[str]
     tentative_sections: frozenset[str]
     future_note_words: tuple[str, ...]
     whole_document_rules: frozenset[str]
@@ -56,6 +55,7 @@ class Lexicon:
     host_suffixes: frozenset[str]
     acronym_passing_uses: int
     far_past: dict[str, float]
+    not_judged: tuple[str, ...]
 
 
 @cache
@@ -77,7 +77,6 @@ def lexicon() -> Lexicon:
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
-        house_habits=frozenset(data["house_habits"]),
         tentative_sections=frozenset(data["tentative_sections"]),
         future_note_words=tuple(data["future_note_words"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
@@ -85,6 +84,7 @@ def lexicon() -> Lexicon:
         host_suffixes=frozenset(data["host_suffixes"]),
         acronym_passing_uses=int(data["acronym_passing_uses"]),
         far_past={k: float(v) for k, v in data["hard_limit_far_past"].items()},
+        not_judged=tuple(data["not_judged"]),
     )
 
 
