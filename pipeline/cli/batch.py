@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -174,6 +173,8 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         runner = BatchRunner(options, store)
         if not live and show.verbose and not flags.as_json:
             runner.progress = _row_lines()
+        import asyncio  # only the commands that run something load it
+
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
@@ -253,6 +254,8 @@ def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
             live.update(_table(runner.batch))
 
         runner.progress = redraw
+        import asyncio  # only the commands that run something load it
+
         batch: Batch = asyncio.run(runner.run(dirs))
     return batch
 

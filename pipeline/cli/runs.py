@@ -3,7 +3,6 @@ with it: hold its design directory's lock (``hold_directory``), run it and repor
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -89,11 +88,15 @@ def run_and_report(
         from pipeline.cli.live import LiveView
 
         with LiveView(run.record.kind) as live:
+            import asyncio  # only the commands that run something load it
+
             result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
         from pipeline.cli.live import StepLines
 
         listener = StepLines() if show.verbose and not show.as_json else None
+        import asyncio  # only the commands that run something load it
+
         result = asyncio.run(execute(run, resume=resume, listener=listener, store=store, lock=lock))
     outcome = result.state.outcome if result.state is not None else None
     if outcome is not None and outcome.verdict in FINISHED:  # a later batch can tell it unchanged
@@ -177,6 +180,7 @@ def present(
 
     from pipeline.agents.resolve import engine_summary
     from pipeline.cli.output import console, is_terminal, pasteable, write
+    from pipeline.formats.contracts import declined_words
 
     summary = run_dir / "summary.md"
     said = result.to_json()
@@ -206,7 +210,7 @@ def present(
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
     declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
     if declined:
-        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+        outcome += f", {declined_words(len(said['declined']))}"
     say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
     if next_step:  # the last line: what to do next
         say(next_step, plain=True)

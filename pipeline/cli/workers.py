@@ -3,7 +3,6 @@ over the PostgreSQL store's queue (docs/scale.md)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -89,6 +88,8 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
             fail_on=failing,
             stale_only=flags.stale_only,
         )
+        import asyncio  # only the commands that run something load it
+
         batch = asyncio.run(enqueue(options, opened, dirs))
     finally:
         opened.close()
@@ -167,6 +168,8 @@ def worker(
         )
     opened = _pg_store(store, runs_dir)
     try:
+        import asyncio  # only the commands that run something load it
+
         asyncio.run(Worker(opened, jobs, repo_root(), drain).serve())
     finally:
         opened.close()

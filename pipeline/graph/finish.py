@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pipeline.agents.resolve import engine_summary, not_judged, roles_played
 from pipeline.errors import WiringError
+from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import RunVerdict, Target
 from pipeline.formats.review_log import MutationEntry, append_entry
@@ -62,11 +63,9 @@ def outcome_line(outcome: Outcome) -> str:
 
 def entry_outcome(outcome: Outcome) -> str:
     """The outcome as the review-log entry's Iterations line names it."""
-    count = len(outcome.declined)
-    if not count:
+    if not outcome.declined:
         return outcome.verdict
-    parts = "part" if count == 1 else "parts"
-    return f"{outcome.verdict}, {count} {parts} of the instruction declined"
+    return f"{outcome.verdict}, {declined_words(len(outcome.declined))}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.errors import InputError
+from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind, Role, Status
 from pipeline.runs.check_events import CheckEvent
@@ -85,7 +86,7 @@ class RunView:
         """The outcome as a line shows it: with how many parts of the instruction were declined."""
         if not self.outcome or not self.declined:
             return self.outcome or "-"
-        return f"{self.outcome}, {len(self.declined)} part(s) of the instruction declined"
+        return f"{self.outcome}, {declined_words(len(self.declined))}"
 
     def to_json(self) -> dict[str, Any]:
         return {
