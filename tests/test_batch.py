@@ -16,6 +16,7 @@ from graphkit import finding, returns, review
 
 from pipeline.errors import ExitCode
 from pipeline.graph.deps import RunDeps
+from pipeline.offline import author
 from pipeline.offline.driver import engine_model
 from pipeline.runs.events import RoundStarted, Spawned
 from pipeline.runs.lock import LOCK_NAME
@@ -36,6 +37,12 @@ def blocks_in(name: str) -> Any:
             )
 
     return configure
+
+
+def spends_tokens(deps: RunDeps) -> None:
+    """The author played by a model: the offline author behind a model's interface, whose
+    requests are counted in tokens as a model's are (the rule engine itself spends none)."""
+    deps.runtime.model_overrides["design-author"] = engine_model("design-author", author.run, review=False)
 
 
 def spawn_count(runs: Path) -> int:
@@ -177,7 +184,7 @@ def test_with_wait_a_batch_starts_a_held_directory_once_it_is_free(tmp_path: Pat
 
 def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(tmp_path: Path) -> None:
     repo = batch_repo(tmp_path, ["a", "b"])
-    stopped = run_batch(repo, ["a", "b"], jobs=1, batch_tokens=1)
+    stopped = run_batch(repo, ["a", "b"], jobs=1, batch_tokens=1, configure=spends_tokens)
     assert [r.exit_code for r in stopped.rows] == [4, 4] and stopped.exit_code == ExitCode.BUDGET
     assert all("batch's token budget" in (r.message or "") for r in stopped.rows[1:])
     seen: list[str] = []
@@ -186,7 +193,7 @@ def test_a_batch_budget_stops_every_run_cleanly_and_the_next_batch_resumes_them(
         if isinstance(event, RoundStarted) and row.action == "resumed":
             seen.append(read_view(repo / "runs" / row.run_id).state)
 
-    resumed = run_batch(repo, ["a", "b"], jobs=2, progress=progress)
+    resumed = run_batch(repo, ["a", "b"], jobs=2, progress=progress, configure=spends_tokens)
     assert seen and set(seen) == {"running"}
     assert [r.action for r in resumed.rows] == ["resumed", "resumed"]
     assert [r.outcome for r in resumed.rows] == ["PASS", "PASS"]
