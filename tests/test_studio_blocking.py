@@ -151,13 +151,12 @@ def test_studio_runs_of_the_example_make_no_blocking_call_on_the_loop(tmp_path: 
     first, second = repo / "runs" / "studio-t1", repo / "runs" / "studio-t2"
     assert [e.outcome for e in events_of(first, Finished)] == ["PASS"]
     assert [e.outcome for e in events_of(second, Finished)] == ["PASS"]
-    # Every role ran (on the offline engine) and recorded its spawn; the first run asked, the
-    # second was answered from the cache where it asked the same.
+    # Every role ran (on the offline engine) and recorded its spawn; the rule engine is no
+    # model: it makes no calls and is never answered from the request cache.
     spawns = events_of(first, Spawned)
     roles = {e.role for e in spawns}
     assert {"design-author", "readability-auditor", "absorption-check", "comprehension-review"} <= roles
-    assert all(e.calls > 0 and e.cache_hits == 0 for e in spawns)
-    assert sum(e.cache_hits for e in events_of(second, Spawned)) > 0
+    assert all(e.calls == 0 and e.cache_hits == 0 for e in [*spawns, *events_of(second, Spawned)])
 
 
 def edit_under_the_detector(d: DesignDir, runs: Path, request: EditRequest) -> EditState:
