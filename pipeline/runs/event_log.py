@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from pipeline.errors import InputError
 from pipeline.formats.space import FULL, out_of_space
 from pipeline.runs.event_fields import BaseEvent, now
-from pipeline.runs.events import Event, parse_event
+from pipeline.runs.events import Event, event_of_line, parse_event
 
 EVENTS = "events.jsonl"
 Listener = Callable[[BaseEvent], None]
@@ -121,6 +121,11 @@ def numbered_events(run_dir: Path) -> list[tuple[int, Event]]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        try:  # a whole event, parsed and validated in one step
+            events.append((number, event_of_line(raw)))
+            continue
+        except ValidationError:  # not JSON, not an event, or cut off: the slow path says which
+            pass
         try:
             value = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -312,3 +312,9 @@ EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 def parse_event(data: object) -> Event:
     """One event from its JSON data (a line of the log, or a row of a shared store)."""
     return EVENT.validate_python(data)
+
+
+def event_of_line(line: bytes) -> Event:
+    """One event from a line of the log, parsed and validated in one step (``parse_event`` of
+    the line's JSON, at twice its speed: replaying the logs is what ``runs`` spends its time on)."""
+    return EVENT.validate_json(line)
