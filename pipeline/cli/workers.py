@@ -68,7 +68,7 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
     failing = parse_fail_on(flags.fail_on) or "blocker"
     dirs = expand_directories(directories, Path.cwd())
     session = flags.session()
-    check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
+    sessions = check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
     opened = _pg_store(flags.store, flags.runs_dir)
     try:
         options = BatchOptions(
@@ -79,7 +79,7 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
             fail_on=failing,
             stale_only=flags.stale_only,
         )
-        batch = asyncio.run(enqueue(options, opened, dirs))
+        batch = asyncio.run(enqueue(options, opened, dirs, sessions))
     finally:
         opened.close()
     if flags.as_json:

@@ -1,10 +1,15 @@
 """One creation run per design directory, many at once in one process (``designloop batch``).
 
-Every directory is checked like a single run, and its inputs fingerprinted, before any run
-starts; a bad one is reported (exit 2) and the others go on (a batch whose every directory is
-bad input writes nothing at all). A directory whose inputs and outputs are unchanged since its
-last run passed is skipped without a request (runs.fingerprint); one whose last run did not
-finish (interrupted, paused, stopped by a budget) is resumed; any other starts a new run.
+Every directory is checked like a single run, and its inputs fingerprinted, one after another
+in a planner thread; each directory's run starts as soon as it is planned (within ``--jobs``),
+while the rest are still being planned. A bad one is reported (exit 2) and the others go on (a
+batch whose every directory is bad input writes nothing at all). The set-up every run shares
+(settings, roles, prompts, models, and where no role reads: agents.session.Sessions) is made
+once per repository, and the code each root holds is digested once (runs.fingerprint).
+
+A directory whose inputs and outputs are unchanged since its last run passed is skipped without
+a request (runs.fingerprint); one whose last run did not finish (interrupted, paused, stopped by
+a budget) is resumed; any other starts a new run.
 
 Each run holds its directory's lock for its whole length (the store's lock: across processes,
 and across machines on the PostgreSQL store), and the decision is made again once the lock is
@@ -17,6 +22,7 @@ whatever goes wrong in one directory is that directory's row.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +30,7 @@ from typing import Any
 
 from pipeline.agents.cache import InFlight, LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
+from pipeline.agents.session import Sessions
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.fleet.resume import carry_on, start_new
 from pipeline.fleet.rows import (
@@ -82,39 +89,53 @@ class BatchRunner:
         store: RunStore,
         progress: Progress | None = None,
         configure: Callable[[RunDeps], None] | None = None,
+        sessions: Sessions | None = None,
     ) -> None:
         self.options = options
         self.configure = configure
         self.store = store
+        self.sessions = sessions or Sessions()
+        """The set-up the batch's runs share, per repository (the CLI's check of the flags made
+        the first one)."""
         self.progress = progress or (lambda row, event: None)
         self.pool = Pool(options.batch_tokens, options.batch_cost)
-        self.fingerprints = Fingerprints(store.runs_dir, options.outputs)
+        self.fingerprints = Fingerprints(store.runs_dir, options.outputs, private=self._private)
         self.cache: RequestCache | None = None
         self.inflight = InFlight()
         """One registry of requests being asked for every run: an identical request of two
         runs is sent once."""
         self.batch = Batch(new_batch_id(options.kind), options.kind)
 
+    def _private(self, repo_root: Path) -> tuple[Path, ...]:
+        """Where no role reads in the repository, as its set-up found it (one walk per batch)."""
+        return self.sessions.set_up(repo_root, self.options.session).private_dirs
+
     async def run(self, directories: list[Path]) -> Batch:
         self.batch.rows = [Row(portable(d, repo_root(d))) for d in directories]
         shared = self.store.cache()
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
         try:
-            previous = latest_runs(self.store, self.options.kind)
-            todo = [
-                (row, planned)
-                for row, directory in zip(self.batch.rows, directories, strict=True)
-                if (planned := self._plan(row, directory, previous)) is not None
-            ]
-            if todo:  # nothing to run: no checkpoint store is opened (or created)
-                gate = asyncio.Semaphore(max(1, self.options.jobs))
-                async with self.store.checkpointer() as saver:
-
-                    async def one(row: Row, planned: Planned) -> None:
-                        async with gate:
-                            await self._directory(row, planned, saver)
-
-                    await asyncio.gather(*(one(r, p) for r, p in todo))
+            previous = await asyncio.to_thread(latest_runs, self.store, self.options.kind)
+            gate = asyncio.Semaphore(max(1, self.options.jobs))
+            running: list[asyncio.Task[None]] = []
+            async with contextlib.AsyncExitStack() as stack:
+                saver: Any = None
+                try:
+                    for row, directory in zip(self.batch.rows, directories, strict=True):
+                        # Planned in a thread: the runs already started go on meanwhile.
+                        planned = await asyncio.to_thread(self._plan, row, directory, previous)
+                        if planned is None:
+                            self._say(row)
+                            continue
+                        if saver is None:  # nothing to run: no checkpoint store is opened (or created)
+                            saver = await stack.enter_async_context(self.store.checkpointer())
+                        running.append(asyncio.create_task(self._gated(gate, row, planned, saver)))
+                except BaseException:  # interrupted: the runs started stop before the checkpointer closes
+                    for task in running:
+                        task.cancel()
+                    await asyncio.gather(*running, return_exceptions=True)
+                    raise
+                await asyncio.gather(*running)
         finally:
             (shared or self.cache.inner).close()
         self.batch.save(self.store)
@@ -126,10 +147,11 @@ class BatchRunner:
     def _plan(self, row: Row, directory: Path, previous: dict[str, Previous]) -> Planned | None:
         """Check the directory and fingerprint its inputs; None when its row is already done
         (bad input, an error, or skipped as unchanged)."""
-        planned = plan_row(row, directory, self.options, self.fingerprints, previous, self.store)
-        if planned is None:
-            self._say(row)
-        return planned
+        return plan_row(row, directory, self.options, self.fingerprints, previous, self.store, self.sessions)
+
+    async def _gated(self, gate: asyncio.Semaphore, row: Row, planned: Planned, saver: Any) -> None:
+        async with gate:
+            await self._directory(row, planned, saver)
 
     async def _directory(self, row: Row, planned: Planned, saver: Any) -> None:
         """One directory, under its lock: whatever goes wrong is its row, never the batch's end."""
@@ -219,7 +241,12 @@ class BatchRunner:
             try:
                 run_dir = self.store.run_dir(before[0].run_id)
                 run = load_run(
-                    run_dir, opts.budget_tokens, opts.max_cost, self.options.fail_on, plan.design.repo_root
+                    run_dir,
+                    opts.budget_tokens,
+                    opts.max_cost,
+                    self.options.fail_on,
+                    plan.design.repo_root,
+                    sessions=self.sessions,
                 )
                 return self._equip(run), True
             except InputError as exc:  # a run that cannot be resumed never blocks its directory

@@ -76,7 +76,9 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
         actor=actor(design.repo_root),
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         workflow=deps.workflow_sha.get(),
-        inputs=input_digests(design, state.kind, Fingerprints(deps.run_dir.parent)),
+        inputs=input_digests(
+            design, state.kind, Fingerprints(deps.run_dir.parent, private=lambda _: deps.runtime.private_dirs)
+        ),
     )
     recorded: list[Revision] = []
     for file, data in docs:
