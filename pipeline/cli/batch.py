@@ -124,7 +124,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     (and write its SARIF), and exit with its most urgent code."""
     from pipeline.agents.session import check_budget, parse_cost
     from pipeline.errors import InputError
-    from pipeline.fleet.batch import BatchOptions, BatchRunner
+    from pipeline.fleet.batch import BatchOptions, BatchRunner, worker_processes
     from pipeline.formats.design_dir import expand_directories
     from pipeline.runs.store import open_store
     from pipeline.settings import repo_root
@@ -158,7 +158,10 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     show = flags.show
     live = not flags.as_json and not show.quiet and not show.verbose and is_terminal()
     try:
-        runner = BatchRunner(options, store, sessions=sessions)
+        setup = sessions.set_up(repo_root(dirs[0]), session)
+        runner = BatchRunner(
+            options, store, sessions=sessions, workers=worker_processes(options, setup, store, len(dirs))
+        )
         if not live and show.verbose and not flags.as_json:
             runner.progress = _row_lines()
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))

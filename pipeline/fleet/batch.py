@@ -24,13 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pipeline.agents.cache import InFlight, LazyCache, RequestCache
 from pipeline.agents.pool import Pool, PooledBudget
-from pipeline.agents.session import Sessions
+from pipeline.agents.resolve import OFFLINE
+from pipeline.agents.session import Sessions, SetUp
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.fleet.resume import carry_on, start_new
 from pipeline.fleet.rows import (
@@ -55,7 +57,7 @@ from pipeline.runs.lifecycle import approve_if_ready
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
 from pipeline.runs.records import NotResumable, portable
 from pipeline.runs.setup import OpenRun, RunPlan, load_run
-from pipeline.runs.store import RunStore
+from pipeline.runs.store import LocalStore, RunStore
 from pipeline.settings import CACHE_DIR, repo_root
 
 __all__ = ["Batch", "BatchOptions", "BatchRunner", "Row"]
@@ -90,8 +92,12 @@ class BatchRunner:
         progress: Progress | None = None,
         configure: Callable[[RunDeps], None] | None = None,
         sessions: Sessions | None = None,
+        workers: int = 0,
     ) -> None:
         self.options = options
+        self.workers = workers
+        """Worker processes to run the directories in (fleet.processes); 0: every run in this
+        process, as tasks of its event loop."""
         self.configure = configure
         self.store = store
         self.sessions = sessions or Sessions()
@@ -112,6 +118,14 @@ class BatchRunner:
 
     async def run(self, directories: list[Path]) -> Batch:
         self.batch.rows = [Row(portable(d, repo_root(d))) for d in directories]
+        if self.workers:
+            await self._in_processes(directories)
+        else:
+            await self._in_process(directories)
+        self.batch.save(self.store)
+        return self.batch
+
+    async def _in_process(self, directories: list[Path]) -> None:
         shared = self.store.cache()
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
         try:
@@ -138,8 +152,48 @@ class BatchRunner:
                 await asyncio.gather(*running)
         finally:
             (shared or self.cache.inner).close()
-        self.batch.save(self.store)
-        return self.batch
+
+    async def _in_processes(self, directories: list[Path]) -> None:
+        """Every directory planned and run in one of ``workers`` processes (fleet.processes);
+        each row as its worker reports it, on the way and at the end."""
+        from pipeline.fleet.processes import WorkerPool
+
+        rows = self.batch.rows
+
+        def relay(item: tuple[int, Row, BaseEvent | None]) -> None:
+            index, row, event = item
+            _copy(row, rows[index])
+            self._say(rows[index], event)
+
+        setup = (self.options, self.store.runs_dir)
+        with WorkerPool(self.workers, PRELOAD, _start_worker, setup, relay) as pool:
+            pairs = enumerate(zip(rows, directories, strict=True))
+            jobs = [pool.run(_run_one, index, row, directory) for index, (row, directory) in pairs]
+            ended = await asyncio.gather(*jobs, return_exceptions=True)
+        for row, result in zip(rows, ended, strict=True):
+            if isinstance(result, Row):
+                _copy(result, row)
+            elif isinstance(result, Exception):  # the worker itself failed: the row says how
+                row.fail(result)
+                self._say(row)
+            else:
+                raise result
+
+    async def one(self, row: Row, directory: Path) -> None:
+        """Plan and run one directory, with a checkpointer of its own: a worker process's share
+        of a batch (fleet.processes). The cache's files are closed when it is done."""
+        shared = self.store.cache()
+        self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
+        try:
+            previous = latest_runs(self.store, self.options.kind, row.directory)
+            planned = self._plan(row, directory, previous)
+            if planned is None:
+                self._say(row)
+                return
+            async with self.store.checkpointer() as saver:
+                await self._directory(row, planned, saver)
+        finally:
+            (shared or self.cache.inner).close()
 
     def _say(self, row: Row, event: BaseEvent | None = None) -> None:
         self.progress(row, event)
@@ -294,3 +348,53 @@ class BatchRunner:
     def _end(self, row: Row, action: str, code: ExitCode, message: str | None) -> None:
         row.end(action, code, message)
         self._say(row)
+
+
+PRELOAD = ("pipeline.fleet.batch", "pipeline.offline.engines")
+"""What the worker processes' server imports once: the runner and the offline engine."""
+_worker: list[tuple[BatchRunner, Any]] = []
+"""A worker process's runner and its report queue (fleet.processes): set up once, for every
+directory the process is handed."""
+
+
+def _start_worker(options: BatchOptions, runs_dir: Path, queue: Any) -> None:
+    _worker.append((BatchRunner(options, LocalStore(runs_dir)), queue))
+
+
+def _run_one(index: int, row: Row, directory: Path) -> Row:
+    """A job of a worker process: one directory planned and run; each step reported back."""
+    runner, queue = _worker[0]
+
+    def report(row: Row, event: BaseEvent | None) -> None:
+        queue.put((index, row, event))
+
+    runner.progress = report
+    asyncio.run(runner.one(row, directory))
+    return row
+
+
+def _copy(source: Row, target: Row) -> None:
+    for name in Row.__dataclass_fields__:
+        setattr(target, name, getattr(source, name))
+
+
+def worker_processes(options: BatchOptions, setup: SetUp, store: RunStore, directories: int) -> int:
+    """How many worker processes a batch runs its directories in (fleet.processes): one per
+    directory, up to ``--jobs`` and the cores this process may use, when every role runs on the
+    offline engine (its work holds the interpreter's lock, there is no request in flight to
+    share and no budget to pool) and the runs live in the local store; else none (also when
+    that makes one), and the runs are tasks of one event loop, waiting on their models
+    together."""
+    offline = all(spec == OFFLINE for spec in setup.specs.values())
+    pooled = options.batch_tokens is not None or options.batch_cost is not None
+    if not offline or pooled or not isinstance(store, LocalStore):
+        return 0
+    workers = min(options.jobs, directories, _cores())
+    return workers if workers > 1 else 0
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
