@@ -1,6 +1,6 @@
 """The hostile-input and fault campaign, measured in one run.
 
-    python bench/campaign.py [--skip-disk]
+    python bench/campaign.py [--skip-disk] [--only FAMILY ...]
 
 Every case of the test suite's campaign, counted rather than asserted:
 
@@ -17,7 +17,13 @@ Every case of the test suite's campaign, counted rather than asserted:
   (goal 0 each);
 - confinement: every probe of tests/test_confinement_campaign.py by every role; counted:
   tool results holding research-log text (cold roles) or a runs directory's contents (any
-  role) (goal 0).
+  role) (goal 0);
+- the hostile-input families (nesting depth, ledger paths, symlinks in PSI, deep JSON,
+  duplicate keys, forged digests, kill debris, obfuscated copies, resume over later work, a
+  cold CI cache, the one confinement guard): each trial of each family is one case of the test
+  module that reproduces it, run whole; counted per family: trials and failures (goal 0
+  failures). A property test counts as one trial (its generated documents are in its own
+  figure).
 """
 
 from __future__ import annotations
@@ -206,9 +212,75 @@ def confinement() -> Counter[str]:
     return tally
 
 
+FAMILIES: dict[str, list[str]] = {
+    "nesting depth": ["tests/test_markdown_limits.py"],
+    "ledger paths": [
+        "tests/test_confinement_guard.py::test_a_ledger_naming_a_file_outside_is_damaged",
+        "tests/test_confinement_guard.py::test_drift_sarif_never_carries_a_line_from_outside",
+        "tests/test_confinement_guard.py::test_a_recorded_path_is_relative_and_stays_inside",
+    ],
+    "symlinks in PSI": [
+        "tests/test_confinement_guard.py::test_psi_neither_lists_nor_quotes_a_file_linked_out",
+        "tests/test_confinement_guard.py::test_a_link_inside_the_repository_is_read",
+        "tests/test_confinement_guard.py::test_the_read_refuses_a_fifo_and_a_file_past_its_limit",
+    ],
+    "the one guard": [
+        "tests/test_confinement_guard.py::test_every_module_that_opens_a_file_goes_through_the_guard",
+        "tests/test_confinement_guard.py::test_the_enumeration_sees_a_bypass",
+    ],
+    "deep JSON": ["tests/test_bounded_input.py", "-k", "depth or nested or 100000 or brackets"],
+    "duplicate keys": ["tests/test_bounded_input.py", "-k", "twice or key"],
+    "forged digests": ["tests/test_tamper.py"],
+    "kill debris": ["tests/test_debris.py"],
+    "obfuscated copies": ["tests/test_cold_read_folding.py"],
+    "resume over later work": ["tests/test_later_work.py", "-k", "resume or batch_shows or who_started"],
+    "a cold CI cache": ["tests/test_cold_cache.py"],
+}
+"""Each hostile-input family and the test cases that are its trials."""
+
+
+class _Tally:
+    """A pytest plugin that counts the cases run and the ones that failed."""
+
+    def __init__(self) -> None:
+        self.figures: Counter[str] = Counter()
+        self.failed: list[str] = []
+
+    def pytest_runtest_logreport(self, report: object) -> None:
+        when, outcome = getattr(report, "when", ""), getattr(report, "outcome", "")
+        if when == "call" or (when == "setup" and outcome != "passed"):
+            self.figures["trials"] += 1
+            if outcome == "failed":
+                self.figures["failures"] += 1
+                self.failed.append(str(getattr(report, "nodeid", "?")))
+
+
+def family(args: list[str]) -> Callable[[], Counter[str] | str]:
+    def run() -> Counter[str] | str:
+        import pytest
+
+        tally = _Tally()
+        here = Path.cwd()
+        os.chdir(ROOT)
+        try:
+            pytest.main(
+                [*args, "-q", "-p", "no:cacheprovider", "-n", "0", "--no-header", "-o", "addopts="],
+                plugins=[tally],
+            )
+        finally:
+            os.chdir(here)
+        for name in tally.failed:
+            print(f"  failed: {name}")
+        tally.figures.setdefault("failures", 0)
+        return tally.figures
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-disk", action="store_true", help="leave out the tmpfs cases")
+    parser.add_argument("--only", nargs="*", help="run only these sections or families")
     args = parser.parse_args()
     for key in KEYS:
         os.environ.pop(key, None)
@@ -219,6 +291,9 @@ def main() -> None:
     }
     if not args.skip_disk:
         sections["full disk"] = full_disk
+    sections |= {name: family(cases) for name, cases in FAMILIES.items()}
+    if args.only:
+        sections = {name: run for name, run in sections.items() if name in args.only}
     for name, run in sections.items():
         figures = run()
         if isinstance(figures, str):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -11,6 +10,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline import confinement
+from pipeline.bounded import MAX_BYTES
+from pipeline.bounded import load_toml as bounded_toml
 from pipeline.errors import InputError
 from pipeline.validation import toml_locator, toml_name, validated
 
@@ -27,24 +29,23 @@ def data_dir(name: str) -> Path:
 
 
 def load_toml(path: Path) -> dict[str, Any]:
+    """A params file (shipped, or the user's designloop.toml), read through the confinement
+    guard and parsed within bounds (pipeline.bounded)."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        data = confinement.read_bytes(path, what="params file", limit=MAX_BYTES)
     except FileNotFoundError:
         raise InputError(
             "params file not found", file=path, hint="reinstall designloop, or restore the file"
         ) from None
-    except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputError(f"invalid TOML: {exc}", file=path, line=line, hint="fix the TOML syntax") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not valid UTF-8: byte 0x{exc.object[exc.start]:02x} at byte offset {exc.start}",
-            file=path,
-            hint="re-save the file as UTF-8 (TOML files are UTF-8)",
-        ) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", file=path, hint="pass the file's path") from None
+    except OSError as exc:
+        raise InputError(
+            f"params file could not be read: {exc.strerror or exc}",
+            file=path,
+            hint="pass a readable TOML file",
+        ) from None
+    return bounded_toml(data, file=path, what="params file", hint="fix the TOML syntax")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +175,10 @@ class SettingsFile(_Names):
     worker: dict[str, object] = Field(default_factory=dict)
     run: RunTable = RunTable()
     models: ModelsTable = ModelsTable()
+    check: dict[str, object] = Field(default_factory=dict)
+    """``[check]``: rule selection (read by checks.selection)."""
+    rules: dict[str, object] = Field(default_factory=dict)
+    """``[rules.ID]``: a rule's severity for this repository (read by checks.selection)."""
 
 
 def check_settings_file(data: dict[str, Any], source: Path) -> None:

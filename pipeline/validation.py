@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from pipeline import confinement
 from pipeline.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -118,8 +119,8 @@ def toml_locator(path: Path) -> Locate:
 
     def locate(loc: Loc) -> int | None:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            lines = confinement.read_bytes(path).decode("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError, InputError):
             return None
         parts = [str(p) for p in loc if not isinstance(p, int)]
         return _toml_line(lines, parts)

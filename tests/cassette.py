@@ -11,18 +11,24 @@ recorded request with the first place they differ.
 To record one, run the commands against a relay: a loopback endpoint that saves each
 request as DIR/in/NNNN.json and answers it with the assistant message in DIR/out/NNNN.json
 (``{"content": ...}`` or ``{"tool_calls": [{"name": ..., "arguments": {...}}]}``), written by
-whoever plays the model. Then ``python tests/cassette.py import DIR tests/cassettes/NAME``
-turns the relay's directory into exchanges (docs/agents.md, "The recorded run"); while
-recording, ``python tests/cassette.py draft DIR tests/cassettes/NAME`` drafts each waiting
-request's answer from the nearest recorded one, for that person to check.
+whoever plays the model. ``python tests/cassette.py record URL WORK tests/cassettes/NAME`` runs
+runs.json's commands against it on a fresh copy of the project. Then ``python
+tests/cassette.py import DIR tests/cassettes/NAME`` turns the relay's directory into exchanges
+and ``python tests/cassette.py expect WORK/outputs WORK/repo tests/cassettes/NAME DIRECTORY``
+writes what each run ended with and the documents they left (docs/agents.md, "The recorded
+run"); while recording, ``python tests/cassette.py draft DIR tests/cassettes/NAME`` drafts each
+waiting request's answer from the nearest recorded one, for that person to check.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -313,6 +319,97 @@ def draft(relay: Path, cassette: Path) -> list[str]:
     return notes
 
 
+def record(base_url: str, work: Path, cassette: Path) -> Path:
+    """Run the commands of the cassette's runs.json, in order, on a fresh copy of its project
+    (``work/repo``, with an empty ``.git``) against the relay at ``base_url``; each run's
+    ``--json`` (with its exit code) goes to ``work/outputs/NN.json``. runs.json is read again
+    before each run, so a later run's arguments can follow what an earlier one wrote (the
+    section an edit names). Returns the repository."""
+    runs_json = cassette / "runs.json"
+    spec = json.loads(runs_json.read_text(encoding="utf-8"))
+    repo, outputs = work / "repo", work / "outputs"
+    if repo.exists():
+        raise SystemExit(f"{repo} exists: record into an empty directory")
+    shutil.copytree(cassette / "project", repo)
+    (repo / ".git").mkdir()
+    outputs.mkdir(parents=True, exist_ok=True)
+    designloop = Path(sys.executable).with_name("designloop")
+    env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "relay")}
+    env.pop("OPENAI_BASE_URL", None)
+    for number in range(1, len(spec["runs"]) + 1):
+        spec = json.loads(runs_json.read_text(encoding="utf-8"))
+        run = spec["runs"][number - 1]
+        argv = [str(designloop), *run["args"], "--model", spec["model"], "--base-url", base_url, "--json"]
+        print(f"run {number}: {' '.join(run['args'])}", flush=True)
+        done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, check=False)
+        out = json.loads(done.stdout) if done.stdout.strip() else {"error": done.stderr}
+        out.setdefault("exit_code", done.returncode)
+        (outputs / f"{number:02d}.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        print(f"run {number}: exit {done.returncode}", flush=True)
+    return repo
+
+
+RUN_KEYS = ("outcome", "exit_code", "rounds", "blocking", "review_log_entry", "declined")
+
+
+def ended(args: list[str], out: dict[str, Any]) -> dict[str, Any]:
+    """What a run of ``args`` ended with, from its ``--json`` (``out``): what runs.json records
+    and the replay must end with again. A run (create, edit, final): its outcome, exit code,
+    rounds, blocking count, review-log entry, declined parts of an instruction, and each
+    finding's role, rule, severity, rounds, status and line. A one-role ``review``: its exit
+    code, each result's status and verdict, each finding's rule, severity and line, and
+    whether it appended a gate entry."""
+    if args[0] == "review":
+        results = out.get("results", [])
+        return {
+            "exit_code": out.get("exit_code", 0),
+            "results": [[r["status"], (r.get("output") or {}).get("verdict")] for r in results],
+            "findings": [
+                [f["rule"], f["severity"], f.get("line")]
+                for r in results
+                for f in (r.get("output") or {}).get("findings", [])
+            ],
+            "gate_entry": bool(out.get("gate_entry")),
+        }
+    said = {key: out.get(key) for key in RUN_KEYS}
+    said["findings"] = [
+        [f.get("role"), f["rule"], f["severity"], f["rounds"], f["status"], f["line"]]
+        for f in out.get("findings", [])
+    ]
+    return said
+
+
+def expect(outputs: Path, repo: Path, cassette: Path, directory: str) -> int:
+    """Write runs.json and expected/ from a recording: ``outputs`` holds each run's ``--json``
+    as NN.json (in the order of runs.json's ``runs``, whose ``args`` are kept), ``repo`` the
+    repository the runs worked on."""
+    spec = json.loads((cassette / "runs.json").read_text(encoding="utf-8"))
+    runs = []
+    for number, run in enumerate(spec["runs"], start=1):
+        out = json.loads((outputs / f"{number:02d}.json").read_text(encoding="utf-8"))
+        runs.append({"args": run["args"], **ended(run["args"], out)})
+    spec["runs"] = runs
+    (cassette / "runs.json").write_text(
+        json.dumps(spec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    design = repo / directory
+    expected = cassette / "expected"
+    expected.mkdir(exist_ok=True)
+    for name, path in EXPECTED.items():
+        if (design / path).is_file():
+            shutil.copyfile(design / path, expected / name)
+    return len(runs)
+
+
+EXPECTED = {
+    "design.md": "_workflow/design.md",
+    "design-final.md": "design-final.md",
+    "design-mutations.md": "_workflow/design-mutations.md",
+    "research-log.md": "_workflow/research-log.md",
+}
+"""The documents the runs leave, as expected/ keeps them (the research log: its gate record)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -323,7 +420,27 @@ def main() -> None:
     for command in (imported, drafted):
         command.add_argument("relay", type=Path)
         command.add_argument("cassette", type=Path)
+    recorded = sub.add_parser(
+        "record", help="run runs.json's commands on a copy of the project against a relay"
+    )
+    recorded.add_argument("base_url", help="the relay's base URL, http://127.0.0.1:PORT/v1")
+    recorded.add_argument(
+        "work", type=Path, help="an empty directory: the repository and the outputs go there"
+    )
+    recorded.add_argument("cassette", type=Path)
+    expected = sub.add_parser("expect", help="write runs.json and expected/ from the runs' --json and files")
+    expected.add_argument("outputs", type=Path, help="the runs' --json outputs, 01.json, 02.json ...")
+    expected.add_argument("repo", type=Path, help="the repository the runs worked on")
+    expected.add_argument("cassette", type=Path)
+    expected.add_argument("directory", help="the design directory, relative to the repository")
     args = parser.parse_args()
+    if args.command == "record":
+        print(f"the runs worked on {record(args.base_url, args.work, args.cassette)}")
+        return
+    if args.command == "expect":
+        count = expect(args.outputs, args.repo, args.cassette, args.directory)
+        print(f"{count} runs written to {args.cassette / 'runs.json'}")
+        return
     if args.command == "draft":
         for note in draft(args.relay, args.cassette):
             print(note)

@@ -41,8 +41,10 @@ def test_create_approve_if_ready_accepts_a_pass_in_the_same_invocation(tmp_path:
         "cli",
         actor,
     )
+    # A run that leaves the accepted bytes records no new candidate: nothing more to approve.
     shown = run_cli(["create", str(d.root), "--runs-dir", str(runs), "--approve-if-ready", "--force"])
-    assert shown.code == 0 and "approved: design.md r2" in shown.out  # people see it too
+    assert shown.code == 0 and "approved already: nothing to record" in shown.out  # people see it too
+    assert len(parse_approvals(d.root / NAME)) == 1
 
 
 def test_a_paused_run_leaves_no_revision_so_the_approval_stops_first(tmp_path: Path) -> None:

@@ -14,11 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette import STAMP, Replay, ReplayServer, draft, load, normalise
+from cassette import STAMP, Exchange, Replay, ReplayServer, draft, ended, load, normalise
 from conftest import run_cli
+
+from pipeline.agents.roles import load_roles
 
 CASSETTE = Path(__file__).parent / "cassettes" / "adr-tools"
 DIRECTORY = "docs/adr/0001-adr-tools"
+ROLES = load_roles()
+STALE = pytest.mark.xfail(
+    strict=True,
+    reason="the roles' tools changed (grep on the author and the fidelity check, the bash tool's"
+    " description): the cassette is to be re-recorded with answers written by a reader who did not"
+    " write the prompts; strict, so the re-recorded cassette fails this marker until it is removed",
+)
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -39,7 +48,9 @@ def _loopback(monkeypatch: pytest.MonkeyPatch, repo: Path) -> None:
 
 def _run(args: list[str], server: ReplayServer, model: str) -> dict[str, Any]:
     result = run_cli([*args, "--model", model, "--base-url", server.base_url, "--json"])
-    return json.loads(result.out) if result.out.strip() else {"exit_code": result.code, "error": result.err}
+    out = json.loads(result.out) if result.out.strip() else {"error": result.err}
+    out.setdefault("exit_code", result.code)  # a one-role review's --json carries none
+    return dict(out)
 
 
 def _entries(text: str) -> str:
@@ -63,13 +74,7 @@ def _digests_match(log: str, design: Path) -> None:
         assert recorded and recorded[-1] == hashlib.sha256(path.read_bytes()).hexdigest(), name
 
 
-def _findings(out: dict[str, Any]) -> list[list[Any]]:
-    return [
-        [f.get("role"), f["rule"], f["severity"], f["rounds"], f["status"], f["line"]]
-        for f in out["findings"]
-    ]
-
-
+@STALE
 def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,9 +88,7 @@ def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     assert replay.mismatches == [], replay.mismatches[0]
     assert sorted(replay.used) == [e.number for e in exchanges], "every recorded request was sent, once"
     for run, out in zip(recorded["runs"], outs, strict=True):
-        got = {k: out.get(k) for k in ("outcome", "exit_code", "rounds", "blocking", "review_log_entry")}
-        assert got == {k: run[k] for k in got}, run["args"][0]
-        assert _findings(out) == run["findings"], run["args"][0]
+        assert ended(run["args"], out) == {k: v for k, v in run.items() if k != "args"}, run["args"]
     design = repo / DIRECTORY
     expected = CASSETTE / "expected"
     assert normalise((design / "_workflow" / "design.md").read_text()) == normalise(
@@ -94,11 +97,46 @@ def test_the_recorded_run_replays_request_for_request_to_its_outcome(
     assert (design / "design-final.md").read_text() == (expected / "design-final.md").read_text()
     log = (design / "_workflow" / "design-mutations.md").read_text()
     assert _entries(log) == _entries((expected / "design-mutations.md").read_text())
+    if (expected / "research-log.md").is_file():  # the adversarial review's dated gate entry
+        dated = re.compile(r"\d{4}-\d{2}-\d{2}")
+        research = (design / "_workflow" / "research-log.md").read_text()
+        assert dated.sub("(date)", research) == dated.sub(
+            "(date)", (expected / "research-log.md").read_text()
+        )
     _digests_match(log, design)
-    # The story the record tells: round 2 of the final fixed the fidelity check's finding.
-    assert "fid-missing-symbol" in log and "— fixed in round 2" in log
 
 
+QUOTED = re.compile(r"""(["'])[^"']*(\\\||\||\$|\^)[^"']*\1""")
+"""A quoted pattern with alternation or an anchor, as a command line writes one."""
+
+
+def _calls(exchanges: list[Exchange]) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every tool call the recorded answers made: (the role, the tool, its arguments)."""
+    return [
+        (e.role, call["name"], call.get("arguments", {}))
+        for e in exchanges
+        for call in e.answer.get("tool_calls") or []
+    ]
+
+
+@STALE
+def test_the_recording_plays_every_role_a_declined_instruction_and_quoted_searches() -> None:
+    """What the cassette is for: every role played by a model, searches written as models write
+    them (a quoted alternation or anchor on the bash command line, an alternation in the grep
+    tool), and an instruction the editor declined in part."""
+    exchanges = load(CASSETTE)
+    played = {e.role for e in exchanges}
+    for role in ROLES.values():
+        assert role.body.splitlines()[0] in played, f"no recorded request of {role.name}"
+    calls = _calls(exchanges)
+    assert any(name == "bash" and QUOTED.search(args.get("command", "")) for _, name, args in calls)
+    assert any(name == "grep" and "|" in args.get("pattern", "") for _, name, args in calls)
+    recorded = json.loads((CASSETTE / "runs.json").read_text())
+    edits = [run for run in recorded["runs"] if run["args"][0] == "edit"]
+    assert edits and all(run["outcome"] == "PASS" and run["declined"] for run in edits)
+
+
+@STALE
 def test_a_changed_prompt_is_a_mismatch_naming_the_first_request_it_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,3 +214,49 @@ def test_draft_proposes_the_nearest_recorded_answer_and_never_answers(tmp_path: 
     assert not (drafts / "0003.json").exists()
     assert sorted(p.name for p in (relay / "out").iterdir()) == ["0003.json"], "out/ is the person's alone"
     assert draft(relay, cassette) == [], "a request already drafted is left as it is"
+
+
+def test_expect_writes_what_each_run_ended_with_and_the_documents(tmp_path: Path) -> None:
+    cassette, outputs, repo = tmp_path / "cassette", tmp_path / "outputs", tmp_path / "repo"
+    cassette.mkdir()
+    outputs.mkdir()
+    args = [["edit", "d", "--kind", "content-edit"], ["review", "adversarial-review", "d"]]
+    (cassette / "runs.json").write_text(
+        json.dumps({"model": "openai:relay", "runs": [{"args": a} for a in args]})
+    )
+    finding = {"role": "comprehension-review", "rule": "cr-x", "severity": "suggestion", "rounds": [1]}
+    edit = {"outcome": "PASS", "exit_code": 0, "rounds": 1, "blocking": 0, "review_log_entry": 2}
+    edit |= {
+        "declined": ["that adr new checks the date"],
+        "usage": {},
+        "findings": [finding | {"status": "left", "line": 9}],
+    }
+    review = {"exit_code": 1, "gate_entry": "### 2026-01-02 — NEEDS REVISION", "results": [
+        {"status": "ok", "output": {"verdict": "NEEDS REVISION", "findings": [{"rule": "adv-x", "severity": "should-fix", "line": 4}]}}
+    ]}  # fmt: skip
+    (outputs / "01.json").write_text(json.dumps(edit))
+    (outputs / "02.json").write_text(json.dumps(review))
+    (repo / "d" / "_workflow").mkdir(parents=True)
+    (repo / "d" / "_workflow" / "research-log.md").write_text("# Log\n")
+    (repo / "d" / "design-final.md").write_text("# Final\n")
+
+    from cassette import expect
+
+    assert expect(outputs, repo, cassette, "d") == 2
+    runs = json.loads((cassette / "runs.json").read_text())["runs"]
+    assert runs[0] == {
+        "args": args[0],
+        **{k: edit[k] for k in ("outcome", "exit_code", "rounds", "blocking")},
+    } | {
+        "review_log_entry": 2,
+        "declined": ["that adr new checks the date"],
+        "findings": [["comprehension-review", "cr-x", "suggestion", [1], "left", 9]],
+    }
+    assert runs[1] == {
+        "args": args[1],
+        "exit_code": 1,
+        "results": [["ok", "NEEDS REVISION"]],
+        "findings": [["adv-x", "should-fix", 4]],
+        "gate_entry": True,
+    }
+    assert sorted(p.name for p in (cassette / "expected").iterdir()) == ["design-final.md", "research-log.md"]

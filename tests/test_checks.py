@@ -201,11 +201,11 @@ def test_fix_drops_asides_atomically_and_keeps_crlf_and_stamp(tmp_path: Path, cl
     path = write(tmp_path / "design.md", text.replace("\n", "\r\n"))
     result = cli(["check", "--design-path", str(path)])
     assert result.code == 1
-    found = json.loads(result.out)
+    found = json.loads(result.out)["findings"]
     assert [f["rule"] for f in found] == ["dsc-parenthetical-aside"] * 2
     assert all(f["auto_applicable"] for f in found)
     result = cli(["check", "--design-path", str(path), "--fix"])
-    assert result.code == 0 and json.loads(result.out) == []
+    assert result.code == 0 and json.loads(result.out)["findings"] == []
     data = path.read_bytes()
     assert b"Reads come from the log. Writes too.\r\n" in data
     assert data.startswith(STAMP.encode() + b"\r\n") and b"\n" not in data.replace(b"\r\n", b"")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from pipeline.agents.claims import Grounding
-from pipeline.agents.spans import CodeFile, definitions, read_code, span_fingerprint
-from pipeline.formats.claims import extract_claims
-from pipeline.formats.claims_ledger import ledger_path, load_ledger
+from pipeline.grounding.claims import Grounding
+from pipeline.grounding.ledger import ledger_path, load_ledger
+from pipeline.grounding.mentions import extract_claims
+from pipeline.grounding.spans import CodeFile, definitions, read_code, span_fingerprint
 
 # name -> (file, symbol, original, reformatted with comments, body changed)
 LANGUAGES: dict[str, tuple[str, str, str, str, str]] = {

@@ -13,12 +13,12 @@ from batchkit import open_gate
 from conftest import run_cli
 from graphkit import PASS, go, returns, start, writes
 
-from pipeline.agents.drift import Drift
 from pipeline.errors import ExitCode
-from pipeline.formats.claims_ledger import ledger_path, load_ledger
 from pipeline.formats.contracts import AuthorOutput
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.graph.state import Outcome
+from pipeline.grounding.drift import Drift
+from pipeline.grounding.ledger import ledger_path, load_ledger
 from pipeline.offline.observe import Observations, required
 from pipeline.runs.check_events import MechanicalCheck
 from pipeline.runs.event_log import events_of

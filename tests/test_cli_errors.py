@@ -18,7 +18,7 @@ def test_example_checks_clean(cli, tmp_path: Path) -> None:  # type: ignore[no-u
     shutil.copytree(EXAMPLE, target)
     shutil.copy(Path(__file__).parent / "corpus" / "base" / "design.md", target / "_workflow" / "design.md")
     result = cli(["check", str(target)])
-    assert result.code == 0 and json.loads(result.out) == []
+    assert result.code == 0 and json.loads(result.out)["findings"] == []
 
 
 def test_missing_design_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +86,8 @@ def test_text_and_sarif_formats(cli, tmp_path: Path) -> None:  # type: ignore[no
     path = write(tmp_path / "design.md", design("## A\n\nno tldr (per D2)\n"))
     text = cli(["check", "--design-path", str(path), "--format", "text"])
     assert text.code == 1
-    assert "blocker dsc-section-shape" in text.out and "2 finding(s): 2 blocker" in text.out
+    assert "design.md:8:1: dsc-section-shape [blocker]" in text.out and "2 findings: 2 blocker" in text.out
+    assert "dsc-parenthetical-aside [*] [blocker]" in text.out  # [*]: check --fix fixes it
     sarif = json.loads(cli(["check", "--design-path", str(path), "--format", "sarif"]).out)
     results = sarif["runs"][0]["results"]
     assert sarif["version"] == "2.1.0" and {r["level"] for r in results} == {"error"}
@@ -138,3 +139,10 @@ def test_the_postgresql_store_without_its_packages_names_the_extra(tmp_path: Pat
     assert "Traceback" not in done.stderr
     local = _without(["psycopg", "pgqueuer"], ["runs", "--runs-dir", str(tmp_path / "runs")], tmp_path)
     assert local.returncode == 0, local.stderr
+    for argv in (["enqueue", "create", str(tmp_path)], ["worker", "--drain"]):
+        queue = _without(["psycopg"], [*argv, "--store", "postgresql://ci@db/x"], tmp_path)
+        assert queue.returncode == 2, queue.stderr
+        assert (
+            "what to do: pip install 'designloop[postgres]'" in queue.stderr
+            and "Traceback" not in queue.stderr
+        )

@@ -10,7 +10,7 @@ import pytest
 from conftest import write
 
 from pipeline.agents import roles
-from pipeline.checks import table
+from pipeline.checks import registry as registry_module
 from pipeline.errors import InputError
 from pipeline.formats import mutations
 from pipeline.formats.job import JobPayload
@@ -101,24 +101,30 @@ def shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, module: object, nam
     return params / name
 
 
-def test_the_rule_table_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_rule_registry_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     rules = (data_dir("params") / "rules.toml").read_text(encoding="utf-8")
-    bad = rules.replace('[dsc-reverse-ref]\nseverity = "should-fix"', '[dsc-reverse-ref]\nseverity = "fatal"')
-    path = shipped(monkeypatch, tmp_path, table, "rules.toml", bad)
-    error = refused(table.rule_table.__wrapped__)
+    head = '[rules.dsc-reverse-ref]\nfamily = "mechanical"\nseverity = "should-fix"'
+    assert head in rules
+    bad = rules.replace(head, '[rules.dsc-reverse-ref]\nfamily = "mechanical"\nseverity = "fatal"')
+    path = shipped(monkeypatch, tmp_path, registry_module, "rules.toml", bad)
+    error = refused(registry_module.registry.__wrapped__)
     line = bad.splitlines().index('severity = "fatal"') + 1
     assert (
-        "[dsc-reverse-ref] severity: input should be 'blocker', 'should-fix' or 'suggestion'" in error.message
+        "[rules.dsc-reverse-ref] severity: input should be 'blocker', 'should-fix' or 'suggestion'"
+        in error.message
     )
     assert error.file == str(path) and error.line == line
     shipped(
         monkeypatch,
         tmp_path,
-        table,
+        registry_module,
         "rules.toml",
-        rules.replace("auto_applicable = false", "auto = false", 1),
+        rules.replace("auto_applicable = true", "auto = true", 1),
     )
-    assert "auto: not a known key" in refused(table.rule_table.__wrapped__).message
+    assert "auto: not a known key" in refused(registry_module.registry.__wrapped__).message
+    orphan = rules.replace('family = "mechanical"', 'family = "mechanicals"', 1)
+    shipped(monkeypatch, tmp_path, registry_module, "rules.toml", orphan)
+    assert "has no [families] table" in refused(registry_module.registry.__wrapped__).message
 
 
 def test_the_kind_table_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -149,7 +155,7 @@ def test_a_queue_payload_is_read_back_through_its_model() -> None:
 
 
 def test_the_claims_table_is_checked_at_the_line_of_the_key(tmp_path: Path) -> None:
-    from pipeline.formats.claims import load_claim_rules
+    from pipeline.grounding.mentions import load_claim_rules
 
     shipped_table = (data_dir("params") / "claims.toml").read_text(encoding="utf-8")
     assert load_claim_rules(data_dir("params") / "claims.toml").rules["clm-unresolved"][0] == "should-fix"

@@ -9,6 +9,7 @@ from typing import Any
 from conftest import STAMP, run_cli
 from editkit import edit, entry_text, kinds_logged, stamped_repo
 
+from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.stamp import has_stamp
 from pipeline.formats.sync_delta import baseline_path
@@ -252,41 +253,60 @@ def test_a_zero_delta_sync_logs_one_line_and_reviews_nothing(tmp_path: Path) -> 
     body = [line for line in entry_text(d, out["review_log_entry"]).splitlines()[1:] if line.strip()]
     assert body[0].startswith("<!-- designloop-run:") and body[1].startswith("<!-- designloop-wrote:")
     assert body[2].startswith("**Zero-delta sync**:") and "SKIPPED" in body[2]
-    assert body[3:] == ["**Working-mode counter**: 0 mechanics-edits since last sync"]
+    assert body[3] == "**Working-mode counter**: 0 mechanics-edits since last sync"
+    assert len(body) == 5 and body[4].startswith("<!-- designloop-chain:")  # its tamper evidence
     events = (tmp_path / "runs" / out["run_id"] / "events.jsonl").read_text()
     assert '"type": "spawn"' not in events
 
 
+SECTION = "Buckets per tenant and route"
+
+
+def instruct(d: DesignDir, tmp_path: Path, instruction: str) -> tuple[int, dict[str, Any], str]:
+    """A content-edit of ``SECTION`` by ``instruction`` (the offline inline editor), with --json."""
+    return edit(d, tmp_path, "content-edit", "--section", SECTION, "--instruction", instruction)
+
+
 def test_an_instruction_goes_to_the_inline_editor(tmp_path: Path) -> None:
     d = stamped_repo(tmp_path)
-    code, out, _ = edit(
-        d,
-        tmp_path,
-        "content-edit",
-        "--section",
-        "Buckets per tenant and route",
-        "--instruction",
-        'replace "never less than one" with "at least one second"',
-    )
+    code, out, _ = instruct(d, tmp_path, 'replace "never less than one" with "at least one second"')
     assert code == 0 and out["outcome"] == "PASS"
     assert "at least one second" in d.design.read_text() and d.design.read_text().startswith(STAMP)
     assert "Carried out" in entry_text(d, out["review_log_entry"])
 
 
+def test_a_partly_declined_instruction_never_ends_a_plain_pass(tmp_path: Path) -> None:
+    d = stamped_repo(tmp_path)
+    code, out, _ = instruct(
+        d, tmp_path, 'replace "never less than one" with "at least one second"; make it friendlier'
+    )
+    assert code == 0 and out["outcome"] == "PASS"
+    assert out["declined"] and out["declined"][0].startswith("make it friendlier")
+    assert "at least one second" in d.design.read_text()
+    entry = entry_text(d, out["review_log_entry"])
+    assert "- declined: make it friendlier" in entry
+    assert "(PASS, 1 part of the instruction declined)" in entry
+    summary = (tmp_path / "runs" / out["run_id"] / "summary.md").read_text()
+    assert "\n## Outcome\n\nPASS — declined: make it friendlier" in summary
+    events = (tmp_path / "runs" / out["run_id"] / "events.jsonl").read_text()
+    assert '"line": "PASS — declined: make it friendlier' in events
+    # The line a person reads at the end of the run says so too.
+    again = 'replace "at least one second" with "one second or more"; make it shorter'
+    args = ["edit", str(d.root), "--kind", "content-edit", "--section", SECTION, "--instruction", again]
+    result = run_cli([*args, "--runs-dir", str(tmp_path / "runs")])
+    lines = result.out.strip().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("run ") and ": PASS" in line)
+    assert result.code == 0 and ": PASS, 1 part(s) of the instruction declined" in lines[at], lines
+    assert lines[at + 1].startswith("declined: make it shorter"), lines
+
+
 def test_an_instruction_no_rule_can_carry_out_changes_nothing_and_says_so(tmp_path: Path) -> None:
     d = stamped_repo(tmp_path)
     before = d.design.read_bytes()
-    code, out, _ = edit(
-        d,
-        tmp_path,
-        "content-edit",
-        "--section",
-        "Buckets per tenant and route",
-        "--instruction",
-        "make it friendlier",
-    )
+    code, out, _ = instruct(d, tmp_path, "make it friendlier")
     assert code == 1 and out["outcome"] == "BLOCKER REMAINS"
     assert [f["rule"] for f in out["findings"]] == ["edit-not-applied"]
+    assert out["declined"] == ["make it friendlier (needs judgement: not a request a rule can carry out)"]
     assert d.design.read_bytes() == before
     assert "SKIPPED — the edit was not applied" in entry_text(d, out["review_log_entry"])
 

@@ -18,10 +18,10 @@ from agentkit import make_repo
 from batchkit import batch_repo, cli_json
 from conftest import ROOT, run_cli
 
-from pipeline.agents.psi import build_index
 from pipeline.agents.session import SessionOptions, open_session, servers
 from pipeline.agents.tools import ToolContext, glob_files
 from pipeline.formats.kinds import PHASE1
+from pipeline.grounding.psi import build_index
 from pipeline.runs.fingerprint import Fingerprints, code_digest
 from pipeline.runs.setup import plan_run
 

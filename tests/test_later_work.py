@@ -180,3 +180,68 @@ def test_discard_withdraws_a_paused_run(tmp_path: Path, monkeypatch: pytest.Monk
     assert twice.code == 2 and "discarded" in twice.err
     log = a / "_workflow" / "design-mutations.md"
     assert not log.exists()  # a paused run appends nothing, a discard neither
+
+
+EDIT = ["--kind", "content-edit", "--old", "answers in under 1 ms", "--new", "answers in less than 1 ms"]
+
+
+def _paused_create(tmp_path: Path) -> tuple[Any, Path, str, str]:
+    """A create paused at an open gate, then the gate resolved; returns the run and the log."""
+    d = make_repo(tmp_path)
+    d.design.unlink()
+    runs = tmp_path / "runs"
+    log = d.research_log.read_text()
+    open_gate(d.root)
+    code, out, err = cli(["create", str(d.root)], runs)
+    assert code == 3, err
+    d.research_log.write_text(log)
+    return d, runs, out["run_id"], log
+
+
+def test_resume_refuses_to_overwrite_a_newer_create_and_edit(tmp_path: Path) -> None:
+    d, runs, old, _ = _paused_create(tmp_path)
+    code, out, err = cli(["create", str(d.root)], runs)
+    assert code == 0, err
+    newer = out["run_id"]
+    code, out, err = cli(["edit", str(d.root), *EDIT], runs)
+    assert code == 0, err
+    edit_run = out["run_id"]
+    before, entries = tree(d.repo_root), len(parse_entries(d.mutations))
+    code, out, err = cli(["resume", old], runs)
+    assert (code, out) == (2, {}), err
+    assert (
+        f"Mutation 1 (phase1-creation, run {newer})" in err
+        and f"Mutation 2 (content-edit, run {edit_run})" in err
+    )
+    assert f"designloop resume {old}" in err and "--force" in err and "what to do:" in err
+    assert tree(d.repo_root) == before and len(parse_entries(d.mutations)) == entries
+    # --force starts the run anew over the later work (as create --force); the edited design
+    # is kept under the new run's directory, byte for byte, and the old run names the new one.
+    edited = d.design.read_bytes()
+    code, out, err = cli(["resume", old, "--force"], runs)
+    assert code in (0, 1), err
+    assert out["run_id"] != old and "Mutation 2 (content-edit" in out["overwrote"][-1]
+    assert (d.repo_root / out["kept"][d.rel(d.design)]).read_bytes() == edited
+    assert [e.kind for e in parse_entries(d.mutations)][-1] == "phase1-creation"
+    shown = run_cli(["status", old, "--runs-dir", str(runs)])
+    assert out["run_id"] in shown.out + shown.err
+
+
+def test_a_batch_shows_edited_instead_of_resuming_over_an_edit(tmp_path: Path) -> None:
+    d, runs, old, _ = _paused_create(tmp_path)
+    code, _, err = cli(["edit", str(d.root), *EDIT], runs)
+    assert code == 0, err
+    before = tree(d.repo_root)
+    code, out, err = cli(["batch", "create", str(d.root)], runs)
+    row = out["directories"][0]
+    assert row["action"] == "edited" and "content-edit" in row["message"], (code, row)
+    assert tree(d.repo_root) == before
+    assert json.loads((runs / old / "run.json").read_text())["started_by"] == "cli"
+
+
+def test_a_run_record_says_who_started_it(tmp_path: Path) -> None:
+    d = make_repo(tmp_path)
+    runs = tmp_path / "runs"
+    _, out, _ = cli(["batch", "create", str(d.root), "--force"], runs)
+    run_id = out["directories"][0]["run_id"]
+    assert json.loads((runs / run_id / "run.json").read_text())["started_by"] == "batch"

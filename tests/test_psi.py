@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from pipeline.agents.psi import build_index
+from pipeline.grounding.psi import build_index
 
 SOURCES = {
     "store.py": "class Store:\n    def take(self, n):\n        return n\n\nLIMIT = 3\n\ndef make():\n    return Store()\n",

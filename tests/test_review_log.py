@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import multiprocessing
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def test_render_matches_the_contract(tmp_path: Path) -> None:
     path = tmp_path / "_workflow" / "design-mutations.md"
     result = append_entry(path, entry(), lock_dir=tmp_path / "locks")
     assert result.number == 1 and result.appended
-    assert path.read_text() == (
+    body = (
         "## Mutation 1 — 2026-11-29 — phase1-creation (design.md)\n\n"
         "**Diff summary**: Seeded the design.\n\n"
         "**Mechanical checks** (target=design): PASS\n"
@@ -47,6 +48,9 @@ def test_render_matches_the_contract(tmp_path: Path) -> None:
         "**Findings**:\n- should-fix: dense tail\n\n"
         "**Iterations**: 2 of 3 (SHOULD-FIX REMAINS)\n"
     )
+    # The entry ends with its chain digest: its text and the previous entry's (none) digested.
+    digest = hashlib.sha256(("\n" + body).encode()).hexdigest()
+    assert path.read_text() == body + f"\n<!-- designloop-chain: {digest} -->\n"
 
 
 def test_numbering_continues_from_highest(tmp_path: Path) -> None:

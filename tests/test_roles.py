@@ -21,13 +21,17 @@ SEED_TOOLS = {
     "fidelity-check": ("Read", "PSI"),
     "comprehension-review": ("Read", "Grep"),
 }
+READS_CODE = frozenset({"design-author", "fidelity-check", "inline-editor"})
+"""Roles that read the code: beyond the seed's table, each has the built-in grep (no binary
+needed), the fidelity check included (docs/agents.md)."""
 
 
 def test_shipped_roles_match_the_seed_table() -> None:
     roles = load_roles()
     assert set(roles) == {*SEED_TOOLS, "adversarial-review", "inline-editor"}
     for name, tools in SEED_TOOLS.items():
-        assert roles[name].tools == tools
+        assert set(roles[name].tools) == set(tools) | ({"Grep"} if name in READS_CODE else set()), name
+    assert all("Grep" in roles[name].tools for name in READS_CODE)
     cold = {n for n, r in roles.items() if r.cold}
     assert {"readability-auditor", "comprehension-review", "fidelity-check"} <= cold
     assert not roles["absorption-check"].cold and not roles["design-author"].cold

@@ -143,6 +143,13 @@ def test_self_check_and_guard() -> None:
 def test_slices_cli(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = write(tmp_path / "design.md", "# T\n" + "\n".join(["x"] * 599) + "\n")
     data = json.loads(cli(["slices", str(path)]).out)
-    assert data == {"total_lines": 600, "slice_count": 3, "slices": [[1, 200], [201, 400], [401, 600]]}
+    assert data == json.loads(cli(["slices", str(path), "--json"]).out)  # --json says what it prints
+    assert next(iter(data)) == "schema_version"
+    assert data == {
+        "schema_version": 1,
+        "total_lines": 600,
+        "slice_count": 3,
+        "slices": [[1, 200], [201, 400], [401, 600]],
+    }
     empty = write(tmp_path / "empty.md", "")
     assert cli(["slices", str(empty)]).code == 2

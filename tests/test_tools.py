@@ -97,12 +97,15 @@ def test_bash_allow_list(repo) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_a_listed_command_that_is_not_installed_says_so(repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    ctx = Ctx(ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design))
+    tools = ("Read", "Grep", "Write", "Edit", "Bash", "PSI")
+    ctx = Ctx(
+        ToolContext(role="design-author", repo_root=repo.repo_root, output_path=repo.design, tools=tools)
+    )
     monkeypatch.setenv("PATH", str(repo.repo_root / "no-such-bin"))
     out = bash(ctx, "rg -n refill code")  # type: ignore[arg-type]
     assert out.startswith("error: rg is not installed on this machine")
-    assert "grep" in out and "Grep tool" in out
-    assert "No such file" not in out
+    assert "the grep tool" in out and "the read tool" in out, "the tools the role has"
+    assert "Glob" not in out and "No such file" not in out
 
 
 def test_grep_and_glob_skip_version_control(repo) -> None:  # type: ignore[no-untyped-def]
@@ -170,3 +173,23 @@ def test_the_auditor_sees_only_its_slice_the_headings_and_the_anchors(repo) -> N
     assert "Secret" not in grep(ctx, "Secret", params.target_path)  # type: ignore[arg-type]
     assert read(ctx, "code/ratelimit/store.py").startswith("refused:")  # type: ignore[arg-type]
     assert read(ctx, str(spawn.params_path)).startswith("1\t{")  # type: ignore[arg-type]
+
+
+def test_the_built_in_grep_takes_what_a_model_asks_of_grep(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, code_root=repo.code_root))
+    either = grep(ctx, "def (take|refill)", "code", "*.py")  # type: ignore[arg-type]
+    assert "code/ratelimit/bucket.py:31:    def refill(" in either and "store.py" in either
+    assert grep(ctx, "TOKENBUCKET", "code") == "no matches"  # type: ignore[arg-type]
+    assert "class TokenBucket" in grep(ctx, "TOKENBUCKET", "code", ignore_case=True)  # type: ignore[arg-type]
+    around = grep(ctx, "def refill", "code/ratelimit/bucket.py", context=1).splitlines()  # type: ignore[arg-type]
+    assert [line[:28] for line in around] == [
+        "code/ratelimit/bucket.py-30-",
+        "code/ratelimit/bucket.py:31:",
+        "code/ratelimit/bucket.py-32-",
+    ]
+    two = grep(ctx, "def (take|refill)", "code/ratelimit/bucket.py", context=1)  # type: ignore[arg-type]
+    assert two.count("\n--\n") == 1, "two groups, one separator"
+    # grep's basic syntax is a literal in a Python pattern: the answer says so.
+    said = grep(ctx, "take\\|refill", "code")  # type: ignore[arg-type]
+    assert said.startswith("no matches (the pattern is a Python regular expression")
+    assert grep(ctx, "(", "code").startswith("error: bad pattern")  # type: ignore[arg-type]

@@ -19,12 +19,15 @@ inode.
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.readable import marker_entries
 
 MIN_LINE = 20
@@ -55,9 +58,36 @@ def _unescape(match: re.Match[str]) -> str:
     return chr(int(code, 16)) if code else " "
 
 
+HOMOGLYPHS = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁһԛԝѵѡɡΑΒΕΖΗΙΚΜΝΟΡΤΥΧαβεικνορτυχ",
+    "ABESIJKMHOPCTXYaeijopcxysdhqwvwgABEZHIKMNOPTYXabeikvoptux",
+)
+"""Letters of other scripts drawn like Latin ones (Cyrillic, Greek), folded to the Latin letter
+they pass for; the table is Unicode's confusables for the letters a word can be spelled with."""
+INVISIBLE = dict.fromkeys(
+    map(ord, "\u00ad\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u034f")
+)
+"""Soft hyphens, zero-width characters and joiners: nothing a reader sees."""
+TAG = re.compile(r"<[A-Za-z/!][^<>]{0,200}>")
+SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][ \t]){2,}[^\W_](?![^\W_])")
+"""Letter-spacing: single letters with a space between each (``D e c i s i o n``)."""
+
+
+def fold(text: str) -> str:
+    """``text`` as a reader sees it, whatever was done to hide it from a five-word match: HTML
+    tags dropped and entities read, Unicode NFKC, soft hyphens and zero-width characters
+    removed, homoglyphs folded to the Latin letters they pass for, and letter-spaced words
+    closed up (line breaks and other whitespace count as one space by the word split)."""
+    text = TAG.sub("", text)
+    text = html.unescape(text)
+    text = unicodedata.normalize("NFKC", text).translate(INVISIBLE).translate(HOMOGLYPHS)
+    return SPACED.sub(lambda m: m.group().replace(" ", "").replace("\t", ""), text)
+
+
 def words(text: str) -> list[str]:
-    """The text's words, case folded, with JSON and string escapes read through."""
-    return WORD.findall(ESCAPE.sub(_unescape, text).casefold())
+    """The text's words, case folded, with JSON and string escapes read through, and every
+    disguise :func:`fold` undoes undone."""
+    return WORD.findall(fold(ESCAPE.sub(_unescape, text)).casefold())
 
 
 def line_grams(text: str) -> set[Gram]:
@@ -206,7 +236,7 @@ def forbid(path: Path) -> ForbiddenFile | None:
     try:
         real = path.resolve(strict=True)
         stat = real.stat()
-        text = normalise(real.read_bytes())
+        text = normalise(confinement.read_bytes(real))
     except OSError:
         return None
     lines = distinctive(text)
@@ -254,7 +284,7 @@ class LogGuard:
         key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, reviewed)
         if key not in self._seen:
             try:
-                text = normalise(real.read_bytes())
+                text = normalise(confinement.read_bytes(real))
             except OSError:
                 return False
             copy = any(item.matches(text, reviewed) for item in self.forbidden)
@@ -267,7 +297,7 @@ class LogGuard:
             shared: list[str] = []
             for path in sorted(self.reviewed):
                 try:
-                    shared.append(normalise(path.read_bytes()))
+                    shared.append(normalise(confinement.read_bytes(path)))
                 except OSError:
                     continue
             grams = [item.grams for item in self.forbidden]

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from pipeline.agents.spawn import review_output_path
 from pipeline.errors import InputError
-from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_ops import INSTRUCTION
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import PHASE1, PHASE4
 from pipeline.formats.slices import Slice, partition_for
-from pipeline.formats.spawn_params import SpawnParams
+from pipeline.formats.spawn_params import ClaimRef, SpawnParams
 from pipeline.formats.textio import read_text, split_lines
 from pipeline.settings import Limits
 

@@ -5,8 +5,10 @@ A walk yields the regular files under a directory (a symlink to one counts; sock
 devices and dangling links are never yielded, so nothing ever opens them), hidden files
 included, and skips the directories of ``SKIP_DIRS`` (version control, virtual environments,
 caches, build output) and whatever the caller keeps private. The code index also skips hidden
-directories; the tools do not. The fingerprint digests the walk of whoever reads the code: the
-code index's when every role runs on the offline engine, the tools' when a model runs.
+directories; the tools do not. A file that resolves outside the repository (a link out) is
+never yielded: the walk is confined by the one guard (pipeline.confinement). The fingerprint
+digests the walk of whoever reads the code: the code index's when every role runs on the
+offline engine, the tools' when a model runs.
 
 Every runs directory designloop has used inside the repository is private to every role, not
 only the current one: a directory holding a checkpoint store, a request cache, the byproducts
@@ -28,6 +30,9 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from pipeline import confinement
+from pipeline.bounded import load_json
+from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write
 from pipeline.settings import CACHE_DB, CACHE_DIR, CHECKPOINTS
 
@@ -49,6 +54,7 @@ SKIP_DIRS = frozenset(
     }
 )
 BYPRODUCTS = "byproducts.json"
+MAX_BYPRODUCTS = 1 << 20
 
 
 RUN_NAME = re.compile(r"\.?\d{8}-\d{6}-[a-z0-9-]+-[0-9a-f]{6}(?:\.partial)?")
@@ -104,10 +110,19 @@ def regular(path: Path) -> bool:
         return False
 
 
-def walk(base: Path, private: Callable[[Path], bool] = nothing, hidden_dirs: bool = True) -> Iterator[Path]:
+def walk(
+    base: Path,
+    private: Callable[[Path], bool] = nothing,
+    hidden_dirs: bool = True,
+    root: Path | None = None,
+) -> Iterator[Path]:
     """The regular files under ``base`` in a stable order, but for ``SKIP_DIRS``, the paths
-    ``private`` covers (it is handed each directory and file as found) and, unless
-    ``hidden_dirs``, the directories whose name starts with a dot."""
+    ``private`` covers (it is handed each directory and file as found), unless
+    ``hidden_dirs`` the directories whose name starts with a dot, and every file that resolves
+    outside ``root`` (by default the repository ``base`` lies in, else ``base``): a link out of
+    the repository is never listed, so nothing quotes what it names (pipeline.confinement).
+    A directory link is never followed."""
+    top = (root or confinement.repository_of(base) or base).resolve()
     for dirpath, dirnames, filenames in os.walk(base):
         here = Path(dirpath)
         dirnames[:] = sorted(
@@ -117,15 +132,16 @@ def walk(base: Path, private: Callable[[Path], bool] = nothing, hidden_dirs: boo
         )
         for name in sorted(filenames):
             path = here / name
-            if regular(path) and not private(path):
+            if regular(path) and confinement.inside(path, top) and not private(path):
                 yield path
 
 
 def byproducts(runs_dir: Path, repo_root: Path) -> tuple[Path, ...]:
     """designloop's outputs recorded as written into ``repo_root`` (absolute, resolved)."""
     try:
-        data = json.loads((runs_dir / BYPRODUCTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = confinement.read_bytes(runs_dir / BYPRODUCTS, runs_dir, limit=MAX_BYPRODUCTS)
+        data = load_json(raw, file=runs_dir / BYPRODUCTS, what="byproducts record", hint="")
+    except (OSError, InputError):
         return ()
     paths = data.get("paths") if isinstance(data, dict) else None
     if not isinstance(paths, list):

@@ -14,6 +14,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationInfo, field_validator
 
+from pipeline import confinement
+from pipeline.agents.shell import describe, installed
 from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
 from pipeline.settings import USER_PARAMS, data_dir, load_limits, load_toml
@@ -24,9 +26,11 @@ WRITE_TOOLS = frozenset({"Write", "Edit"})
 OVERRIDE_DIR = ".designloop"
 SETTING_FLOOR = "{whole_doc_floor}"
 """Where an agent's instructions quote ``[partition] whole_doc_floor``."""
+BASH_COMMANDS = "{bash_commands}"
+"""Where an agent's instructions list the commands the Bash tool runs on this machine."""
 NOT_WORKFLOW = frozenset({"models", "worker"})
 """Tables of a user's designloop.toml that do not change what a run does to a design."""
-Output = Literal["review", "author"]
+Output = Literal["review", "author", "editor"]
 Tier = Literal["strong", "fast"]
 
 
@@ -185,12 +189,15 @@ def load_prompt(name: str, repo_root: Path | None = None) -> str:
 
 def instructions_for(role: RoleDef, repo_root: Path | None = None) -> str:
     """The role's full instructions: its body followed by the shared prompts it names, with the
-    settings they quote (``{whole_doc_floor}``) filled in from the run's params."""
+    settings they quote (``{whole_doc_floor}``) filled in from the run's params and the
+    commands the Bash tool runs (``{bash_commands}``) as found on this machine at start-up."""
     parts = [role.body.rstrip()]
     parts += [load_prompt(name, repo_root).rstrip() for name in role.prompts]
     text = "\n\n".join(parts) + "\n"
     if SETTING_FLOOR in text:
         text = text.replace(SETTING_FLOOR, str(load_limits(repo_root).whole_doc_floor))
+    if BASH_COMMANDS in text:
+        text = text.replace(BASH_COMMANDS, describe(installed()) or "none is installed on this machine")
     return text
 
 
@@ -212,9 +219,9 @@ def workflow_definitions(repo_root: Path | None = None) -> list[tuple[str, bytes
     for kind in ("agents", "prompts"):
         for directory in reversed(_dirs(kind, repo_root)):  # shipped first, overrides win
             for path in sorted(directory.glob("*.md")):
-                found[f"{kind}/{path.name}"] = path.read_bytes()
+                found[f"{kind}/{path.name}"] = confinement.read_bytes(path)
     for path in sorted(data_dir("params").glob("*.toml")):
-        found[f"params/{path.name}"] = path.read_bytes()
+        found[f"params/{path.name}"] = confinement.read_bytes(path)
     if repo_root is not None and (repo_root / USER_PARAMS).is_file():
         user = {k: v for k, v in load_toml(repo_root / USER_PARAMS).items() if k not in NOT_WORKFLOW}
         if user:

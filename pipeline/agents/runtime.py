@@ -170,6 +170,7 @@ class Runtime:
         return ToolContext(
             role=role.name,
             repo_root=self.repo_root,
+            tools=role.tools,
             output_path=output,
             companion_path=companion,
             forbidden=forbidden,

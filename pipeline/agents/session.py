@@ -211,7 +211,11 @@ def servers(runtime: Runtime) -> dict[str, str]:
 
 
 def check_models(runtime: Runtime) -> None:
-    """Build each configured model once (its provider, its key), so a model that cannot run is
-    refused before a run writes anything rather than when its role is first spawned."""
+    """Build each configured model once (its provider, its key) and reach its server, so a model
+    that cannot run is refused before a run writes anything rather than when its role is first
+    spawned (agents/reach.py)."""
     for spec in sorted(set(runtime.model_specs.values()) - {OFFLINE}):
         runtime.provider_model(spec)
+    from pipeline.agents.reach import check_reachable
+
+    check_reachable(runtime)

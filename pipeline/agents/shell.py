@@ -1,5 +1,9 @@
 """The Bash tool's allow-list: every argument of a command is checked against params/bash.toml.
 
+The command line is split into words first, as a shell would split it (agents.command_line):
+an operator or an expansion outside quotes is refused, and an unquoted glob is expanded
+against the files the role may read; a quoted pattern is one plain word, whatever it holds.
+
 An option is accepted only when it is listed for its command, in any of its spellings
 (``--opt=value``, ``--opt value``, ``-o value``, ``-ovalue``, a cluster such as ``-rn``);
 its value must be of the listed kind. Anything else is refused, so an option that reads or
@@ -13,20 +17,23 @@ shell, with a stripped environment, no input and a time limit (``run_planned``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from pipeline.agents.confine import Private
 from pipeline.settings import data_dir, load_toml
 
-GIT_SUBCOMMANDS = ("log", "show", "diff", "blame")
+GIT_SUBCOMMANDS = ("log", "show", "diff", "blame", "grep")
 GIT_DIFFING = frozenset({"log", "show", "diff"})
+GIT_UNLIMITED = GIT_DIFFING | {"grep"}
+"""git subcommands whose output, limited to no path, leaves the private directories out."""
 VERSION_CONTROL = (".git", ".hg", ".svn")
 """Directories a recursive grep or rg never searches: a repository's history is not its code."""
 
@@ -35,20 +42,34 @@ class ShellRefusal(Exception):
     """A command or argument outside the allow-list."""
 
 
+PATH_KIND = "path"
+"""An option whose value is a path (``find -newer FILE``): confined like an operand."""
+PATTERN_OPTIONS = frozenset({"-e", "--regexp", "--expression"})
+"""Options that give a command its pattern (or sed its script): then no operand is one."""
+
+
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
     name: str
     flags: frozenset[str]
-    values: dict[str, re.Pattern[str]]
+    values: dict[str, re.Pattern[str] | None]
+    """Each option with a value, and the value's kind (None: a path, confined)."""
     operands: str
     numeric: bool
     recursive: frozenset[str]
+    pattern: bool
+    """Whether the first operand is a pattern (unless an option of ``PATTERN_OPTIONS`` gave one)."""
+    global_options: frozenset[str]
+    """find's options that must come before its tests."""
 
 
 @cache
 def specs() -> dict[str, CommandSpec]:
     data = load_toml(data_dir("params") / "bash.toml")
-    kinds = {name: re.compile(pattern) for name, pattern in data["kinds"].items()}
+    kinds: dict[str, re.Pattern[str] | None] = {
+        name: re.compile(pattern) for name, pattern in data["kinds"].items()
+    }
+    kinds[PATH_KIND] = None
     out = {}
     for name, raw in data["commands"].items():
         out[name] = CommandSpec(
@@ -58,6 +79,8 @@ def specs() -> dict[str, CommandSpec]:
             raw["operands"],
             bool(raw.get("numeric", False)),
             frozenset(raw.get("recursive", [])),
+            raw["operands"] == "pattern" or bool(raw.get("pattern", False)),
+            frozenset(raw.get("global", [])),
         )
     return out
 
@@ -66,13 +89,49 @@ def commands() -> list[str]:
     return sorted({name.split()[0] for name in specs()})
 
 
-INSTEAD = {"rg": "grep -rn PATTERN PATH (or the Grep tool)", "grep": "the Grep tool"}
+def usages() -> list[str]:
+    """Every command line the allow-list runs, by its first words (``git log``, ``grep``)."""
+    return sorted(specs())
 
 
-def not_installed(command: str) -> str:
-    """What a listed command that this machine lacks answers, with what to use instead."""
-    instead = INSTEAD.get(command, "the Read, Grep or Glob tools")
-    return f"{command} is not installed on this machine; use {instead} instead"
+@cache
+def installed() -> tuple[str, ...]:
+    """The listed commands this machine has, as found on the PATH at start-up."""
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    return tuple(name for name in usages() if shutil.which(name.split()[0], path=path) is not None)
+
+
+SHOWN = {"sed": "sed -n (scripts that print: '10,20p')"}
+"""How a command is named to a model when it runs only part of what it can do."""
+
+
+def describe(names: tuple[str, ...]) -> str:
+    """``names`` as a model reads them: the git subcommands after one ``git``."""
+    git = [n.split()[1] for n in names if n.startswith("git ")]
+    plain = [SHOWN.get(n, n) for n in names if not n.startswith("git ")]
+    if git:
+        plain.insert(0, "git " + "/".join(git))
+    return ", ".join(plain)
+
+
+SEARCHES = frozenset({"rg", "grep", "find"})
+
+
+def not_installed(command: str, tools: tuple[str, ...] = ()) -> str:
+    """What a listed command that this machine lacks answers, with what the role can use
+    instead: the installed commands, and its own tools (``tools``, the role's allow-list)."""
+    others = [n for n in installed() if n.split()[0] != command]
+    instead: list[str] = []
+    if command in SEARCHES and "grep" in others:
+        instead.append("grep -rn PATTERN PATH")
+    if command in SEARCHES and "Grep" in tools:
+        instead.append("the grep tool")
+    if not instead and others:
+        instead.append(describe(tuple(others)))
+    if "Read" in tools:
+        instead.append("the read tool (a directory lists its entries)")
+    tail = f"; use {' or '.join(instead)} instead" if instead else ""
+    return f"{command} is not installed on this machine{tail}"
 
 
 @dataclass(slots=True)
@@ -83,10 +142,15 @@ class Parsed:
     """Operands after ``--`` (None when there was no ``--``)."""
     pattern_given: bool
     recursive: bool
+    option_paths: list[str] = field(default_factory=list)
+    """Values of options that name a path (confined before the command runs)."""
 
 
-def _value(spec: CommandSpec, option: str, value: str) -> None:
-    if not spec.values[option].match(value):
+def _value(spec: CommandSpec, option: str, value: str, out: Parsed) -> None:
+    kind = spec.values[option]
+    if kind is None:
+        out.option_paths.append(value)
+    elif not kind.match(value):
         raise ShellRefusal(f"{spec.name}: {option} does not take {value!r}")
 
 
@@ -120,14 +184,14 @@ def _long(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> in
         return 1
     if name not in spec.values:
         raise ShellRefusal(f"{spec.name}: option {name} is not allowed")
-    out.pattern_given |= name == "--regexp"
+    out.pattern_given |= spec.pattern and name in PATTERN_OPTIONS
     if eq:
-        _value(spec, name, value)
+        _value(spec, name, value, out)
         out.options.append(arg)
         return 1
     if following is None:
         raise ShellRefusal(f"{spec.name}: {name} needs a value")
-    _value(spec, name, following)
+    _value(spec, name, following, out)
     out.options.append(f"{name}={following}")
     return 2
 
@@ -144,15 +208,15 @@ def _short(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> i
             continue
         if option not in spec.values:
             raise ShellRefusal(f"{spec.name}: option {option} is not allowed")
-        out.pattern_given |= option == "-e"
+        out.pattern_given |= spec.pattern and option in PATTERN_OPTIONS
         attached = arg[j + 1 :]
         if attached:
-            _value(spec, option, attached)
+            _value(spec, option, attached, out)
             out.options.append(arg)
             return 1
         if following is None:
             raise ShellRefusal(f"{spec.name}: {option} needs a value")
-        _value(spec, option, following)
+        _value(spec, option, following, out)
         out.options += [arg, following]
         return 2
     out.options.append(arg)
@@ -162,18 +226,20 @@ def _short(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> i
 def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, private: Private) -> list[str]:
     """The argv to run for ``argv``, or ShellRefusal; path operands are confined with ``confine``."""
     if not argv or argv[0] not in commands():
-        raise ShellRefusal(f"only {', '.join(commands())} may run")
+        raise ShellRefusal(f"only {describe(tuple(usages()))} may run")
     if argv[0] == "git":
         if len(argv) < 2 or argv[1] not in GIT_SUBCOMMANDS:
             raise ShellRefusal(f"git may run only {', '.join(GIT_SUBCOMMANDS)}")
         return _git(argv[1], argv[2:], confine, root, private)
+    if argv[0] == "find":
+        return _find(argv[1:], confine, root, private)
     spec = specs()[argv[0]]
     parsed = parse(spec, argv[1:])
     operands = list(parsed.operands)
-    if spec.operands == "pattern" and not parsed.pattern_given and operands:
+    pattern: list[str] = []
+    if spec.pattern and not parsed.pattern_given and operands:
         pattern, operands = operands[:1], operands[1:]
-    else:
-        pattern = []
+        _pattern(spec, pattern[0])
     paths = [_rel(confine(p), root) for p in [*operands, *(parsed.paths_after or [])]]
     searched = [root / p for p in paths] or [root]
     skip = _skips(parsed.recursive, searched, private)
@@ -185,6 +251,76 @@ def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, pr
     else:
         extra = []
     return [argv[0], *parsed.options, *extra, "--", *pattern, *paths]
+
+
+def _pattern(spec: CommandSpec, pattern: str) -> None:
+    """The pattern operand holds to what the pattern option takes (sed: a script that prints)."""
+    kind = next((spec.values[o] for o in PATTERN_OPTIONS if o in spec.values), None)
+    if kind is not None and not kind.match(pattern):
+        what = "script" if spec.name == "sed" else "pattern"
+        raise ShellRefusal(
+            f"{spec.name}: the {what} {pattern!r} is not allowed" + SED_HINT * (spec.name == "sed")
+        )
+
+
+SED_HINT = "; sed runs only scripts that print (p, l, =, q), such as sed -n '10,20p' FILE"
+FIND_ACTIONS = frozenset({"-print", "-print0", "-printf", "-ls"})
+
+
+def _find_expression(arg: str) -> bool:
+    return (arg.startswith("-") and len(arg) > 1) or arg in ("(", ")", "!", ",")
+
+
+def _find(args: list[str], confine: Callable[[str], Path], root: Path, private: Private) -> list[str]:
+    """find over the starting paths (confined), with its expression checked test by test; the
+    version-control and private directories under them are pruned."""
+    spec = specs()["find"]
+    starts = list(itertools.takewhile(lambda a: not _find_expression(a), args))
+    rest = args[len(starts) :]
+    front: list[str] = []
+    expression: list[str] = []
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        where = front if arg in spec.global_options else expression
+        if arg in spec.flags:
+            where.append(arg)
+            i += 1
+            continue
+        if arg not in spec.values:
+            raise ShellRefusal(
+                f"find: {arg} is not allowed" if _find_expression(arg) else f"find: {arg!r}: paths come first"
+            )
+        if i + 1 >= len(rest):
+            raise ShellRefusal(f"find: {arg} needs a value")
+        value = rest[i + 1]
+        kind = spec.values[arg]
+        if kind is None:
+            value = _rel(confine(value), root)
+        elif not kind.match(value):
+            raise ShellRefusal(f"find: {arg} does not take {value!r}")
+        where += [arg, value]
+        i += 2
+    paths = [_rel(confine(p), root) for p in starts] or ["."]
+    pruned = [("-name", name) for name in VERSION_CONTROL]
+    for start in paths:
+        base = (root / start).resolve()
+        pruned += [
+            ("-path", _find_glob(start, d.relative_to(base))) for d in private.inside(base) if d != base
+        ]
+    prune = ["("]
+    for n, test in enumerate(pruned):
+        prune += [*(["-o"] if n else []), *test]
+    prune += [")", "-prune", "-o"]
+    acts = any(a in FIND_ACTIONS for a in expression)
+    tail = (["(", *expression, ")"] if expression else []) + ([] if acts else ["-print"])
+    return ["find", *paths, *front, *prune, *tail]
+
+
+def _find_glob(start: str, below: Path) -> str:
+    """The path find reports for ``below`` under ``start``, as a -path pattern (matched literally)."""
+    path = f"{start.rstrip('/')}/{below.as_posix()}"
+    return re.sub(r"([*?\[\]\\])", r"\\\1", path)
 
 
 def _skips(recursive: bool, searched: list[Path], private: Private) -> list[Path]:
@@ -205,10 +341,17 @@ def _rel(path: Path, root: Path) -> str:
 def _git(
     sub: str, args: list[str], confine: Callable[[str], Path], root: Path, private: Private
 ) -> list[str]:
-    parsed = parse(specs()[f"git {sub}"], args)
+    spec = specs()[f"git {sub}"]
+    parsed = parse(spec, args)
     operands: list[str] = []
+    pattern: list[str] = []
+    given = list(parsed.operands)
+    if spec.pattern and not parsed.pattern_given:
+        if not given:
+            raise ShellRefusal(f"git {sub}: give a pattern")
+        pattern = ["-e", given.pop(0)]
     has_paths = bool(parsed.paths_after)
-    for arg in parsed.operands:
+    for arg in given:
         if arg.startswith("-"):
             raise ShellRefusal(f"git {sub}: {arg} is not a revision")
         _rev, colon, path = arg.partition(":")
@@ -222,20 +365,28 @@ def _git(
         else:
             operands.append(arg)
     after = [_rel(confine(p), root) for p in parsed.paths_after or []]
-    if sub in GIT_DIFFING and not has_paths:
+    if sub in GIT_UNLIMITED and not has_paths:
         # No path limits the output: keep the private directories out of it.
         after = [f":(exclude,top){_rel(d, root)}" for d in private.inside(root)]
     head = ["git", "--no-pager", "-c", "core.fsmonitor=false", sub]
     if sub in GIT_DIFFING:
         head += ["--no-ext-diff", "--no-textconv"]
     tail = ["--", *after] if after or parsed.paths_after is not None else []
-    return [*head, *parsed.options, *operands, *tail]
+    return [*head, *parsed.options, *pattern, *operands, *tail]
 
 
-def run_planned(argv: list[str], root: Path, timeout: float, limit: int) -> str:
+def run_planned(
+    argv: list[str],
+    root: Path,
+    timeout: float,
+    limit: int,
+    drop_errors: bool = False,
+    tools: tuple[str, ...] = (),
+) -> str:
     """Run a planned command (``plan_command``) in ``root`` without a shell, with a stripped
-    environment, no input and a time limit; its output (at most ``limit`` characters), prefixed
-    with the exit status when it failed."""
+    environment, no input and a time limit; its output (at most ``limit`` characters; its error
+    output too unless ``drop_errors``), prefixed with the exit status when it failed. A command
+    this machine lacks says what the role (its allow-list ``tools``) can use instead."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(root),
@@ -247,7 +398,7 @@ def run_planned(argv: list[str], root: Path, timeout: float, limit: int) -> str:
         "PAGER": "cat",
     }
     if shutil.which(argv[0], path=env["PATH"]) is None:
-        return f"error: {not_installed(argv[0])}"
+        return f"error: {not_installed(argv[0], tools)}"
     try:
         done = subprocess.run(
             argv,
@@ -263,5 +414,18 @@ def run_planned(argv: list[str], root: Path, timeout: float, limit: int) -> str:
         return f"error: timed out after {timeout:g}s"
     except OSError as exc:
         return f"error: {exc.strerror}"
-    out = (done.stdout + done.stderr)[:limit]
+    out = (done.stdout + ("" if drop_errors else done.stderr))[:limit]
+    if done.returncode == 1 and not out and _searches(argv):
+        return "no matches (exit 1)"
     return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
+
+
+def _searches(argv: list[str]) -> bool:
+    """Whether ``argv`` is a search whose exit status 1 means only that nothing matched."""
+    return argv[0] in ("grep", "rg") or argv[:5] == [
+        "git",
+        "--no-pager",
+        "-c",
+        "core.fsmonitor=false",
+        "grep",
+    ]

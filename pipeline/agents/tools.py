@@ -13,31 +13,34 @@ the model as the tool's result and recorded on the context.
 from __future__ import annotations
 
 import fnmatch
+import glob as globbing
 import re
-import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic_ai import RunContext, Tool
 
+from pipeline import confinement
+from pipeline.agents.command_line import ShellSyntax, Word, split_command
 from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
-from pipeline.agents.psi import CodeIndex, answer, build_index
 from pipeline.agents.readable import walk
-from pipeline.agents.shell import ShellRefusal, plan_command, run_planned
+from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
-from pipeline.formats.claims_ledger import LEDGER_NAMES
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
 from pipeline.formats.space import OutOfSpace
 from pipeline.formats.textio import atomic_write
+from pipeline.grounding.ledger import LEDGER_NAMES
+from pipeline.grounding.psi import CodeIndex, answer, build_index
 
 __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
 
 MAX_READ_CHARS = 400_000
+MAX_FILE_BYTES = 64 << 20
+"""The largest file Read opens (a page of it is returned; a larger file is no text to review)."""
 MAX_MATCHES = 200
-SHELL_META = re.compile(r"[|;&<>`$\n]")
 
 
 class Refused(Exception):
@@ -50,6 +53,8 @@ class ToolContext:
 
     role: str
     repo_root: Path
+    tools: tuple[str, ...] = ()
+    """The role's allow-list: what a refusal may point to instead."""
     output_path: Path | None = None
     companion_path: Path | None = None
     """A second writable file: the mechanics companion of a target=both spawn."""
@@ -103,9 +108,10 @@ class ToolContext:
         The spawn prompt's params token names the spawn's own params file."""
         if raw.strip() == PARAMS_TOKEN and self.params_path is not None:
             return self.params_path.resolve()
-        real = self._absolute(raw).resolve()
-        if not real.is_relative_to(self.repo_root):
-            raise self.refuse(f"{raw}: outside the repository root")
+        try:
+            real = confinement.confined(self._absolute(raw), self.repo_root)
+        except confinement.OutsideRepository:
+            raise self.refuse(f"{raw}: outside the repository root") from None
         if self.private.covers(real):
             raise self.refuse(
                 f"{raw}: run records, the model-call cache and other spawns' params files are not readable"
@@ -183,7 +189,11 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         return "\n".join(entries) if entries else "(empty directory)"
     if not real.is_file():
         return f"error: {path}: no such file"
-    data = deps.visible(real, real.read_bytes().decode("utf-8", "replace"))
+    try:
+        raw = confinement.read_bytes(real, deps.repo_root, limit=MAX_FILE_BYTES)
+    except (OSError, confinement.OutsideRepository) as exc:
+        return f"error: {path}: cannot be read ({exc})"
+    data = deps.visible(real, raw.decode("utf-8", "replace"))
     deps.reads.append(deps.rel(real))
     return _page(file_lines(data), offset, limit)
 
@@ -215,7 +225,7 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
     if base.is_file():
         return [base]
     found: list[Path] = []
-    for path in walk(base, lambda p: deps.private.covers(p.resolve())):
+    for path in walk(base, lambda p: deps.private.covers(p.resolve()), root=deps.repo_root):
         real = path.resolve()
         if deps.views is not None and real not in deps.views:
             continue
@@ -225,38 +235,105 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
     return found
 
 
-def grep(ctx: RunContext[ToolContext], pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search files for a regular expression. Returns `file:line:text` lines (at most 200).
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One line a search found: the file (relative to the repository root), its line number
+    (the number Read shows) and its text."""
 
-    Args:
-        pattern: the regular expression
-        path: a file or directory to search, relative to the repository root
-        glob: only files whose path or name matches this glob
-    """
-    deps = ctx.deps
-    try:
-        base = deps.confine(path)
-        regex = re.compile(pattern)
-    except Refused as exc:
-        return _refusal(exc)
-    except re.error as exc:
-        return f"error: bad pattern: {exc}"
-    out: list[str] = []
+    path: str
+    line: int
+    text: str
+
+
+BRE_ESCAPES = re.compile(r"\\[|(){}+?]")
+"""grep's basic-syntax operators (``\\|``, ``\\(``, ``\\+`` ...): in a Python pattern they match the
+character itself."""
+BRE_NOTE = (
+    "the pattern is a Python regular expression: a backslash makes |, (, ), {, }, + or ? match"
+    " itself; write a|b for either"
+)
+MAX_CONTEXT = 10
+
+
+def search(
+    deps: ToolContext, regex: re.Pattern[str], base: Path, glob: str | None = None
+) -> Iterator[tuple[Match, list[str]]]:
+    """Every line under ``base`` that ``regex`` matches, in the files the role may read (the
+    shared walk, the private paths and, for a cold role, the research log left out; a view's
+    hidden lines read as empty), with the lines of its file."""
     for file in _walk_files(deps, base):
         rel = deps.rel(file)
         if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(file.name, glob):
             continue
         try:
-            text = deps.visible(file.resolve(), file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            text = deps.visible(file.resolve(), confinement.read_bytes(file, deps.repo_root).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, confinement.OutsideRepository):
             continue
-        for number, line in enumerate(file_lines(text), start=1):
-            line = line.removesuffix("\n")
+        lines = [line.removesuffix("\n") for line in file_lines(text)]
+        for number, line in enumerate(lines, start=1):
             if regex.search(line):
-                out.append(f"{rel}:{number}:{line}")
-                if len(out) >= MAX_MATCHES:
-                    return "\n".join(out) + "\n(truncated)"
-    return "\n".join(out) if out else "no matches"
+                yield Match(rel, number, line), lines
+
+
+def _shown(found: Iterator[tuple[Match, list[str]]], context: int) -> tuple[list[str], bool]:
+    """The matches as grep -n prints them (``file:line:text``; with ``context``, the lines
+    around as ``file-line-text`` and ``--`` between groups), at most ``MAX_MATCHES`` matches."""
+    out: list[str] = []
+    printed: dict[str, int] = {}
+    for count, (match, lines) in enumerate(found):
+        if count >= MAX_MATCHES:
+            return out, True
+        first = max(1, match.line - context)
+        last = min(len(lines), match.line + context)
+        done = printed.get(match.path, 0)
+        if context and out and done < first - 1:
+            out.append("--")
+        for number in range(max(first, done + 1), last + 1):
+            mark = ":" if number == match.line else "-"
+            out.append(f"{match.path}{mark}{number}{mark}{lines[number - 1]}")
+        printed[match.path] = max(done, last)
+    return out, False
+
+
+def grep(
+    ctx: RunContext[ToolContext],
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    ignore_case: bool = False,
+    context: int = 0,
+) -> str:
+    """Search the repository's files for a regular expression, with no shell and no binary.
+    Returns `file:line:text` lines (at most 200 matches), numbered as `read` numbers them.
+
+    Args:
+        pattern: a Python regular expression: `a|b` for either, `^def `, `x$`, `[A-Z]\\w+`,
+            `\\.` for a dot (grep's `\\|` is a literal `|` here)
+        path: a file or directory to search, relative to the repository root
+        glob: only files whose path or name matches this glob, such as `*.py`
+        ignore_case: match letters in either case
+        context: also show this many lines before and after each match (at most 10), as
+            `file-line-text`, with `--` between groups
+    """
+    deps = ctx.deps
+    try:
+        base = deps.confine(path)
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except Refused as exc:
+        return _refusal(exc)
+    except re.error as exc:
+        return f"error: bad pattern: {exc}"
+    out, cut = _shown(search(deps, regex, base, glob), max(0, min(context, MAX_CONTEXT)))
+    if cut:
+        return (
+            "\n".join(out)
+            + f"\n(truncated at {MAX_MATCHES} matches: narrow the path, the glob or the pattern)"
+        )
+    if out:
+        return "\n".join(out)
+    if BRE_ESCAPES.search(pattern):
+        return f"no matches ({BRE_NOTE})"
+    return "no matches"
 
 
 def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
@@ -313,30 +390,67 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
         return _refusal(exc)
     if not target.is_file():
         return f"error: {path}: no such file; write it first"
-    text = target.read_text(encoding="utf-8")
+    try:
+        text = confinement.read_bytes(target, deps.repo_root).decode("utf-8")
+    except (OSError, UnicodeDecodeError, confinement.OutsideRepository) as exc:
+        return f"error: {path}: cannot be read ({exc})"
     count = text.count(old_string)
     if count != 1:
         return f"error: old_string occurs {count} times; it must occur exactly once"
     return _save(deps, target, text.replace(old_string, new_string, 1)) or f"edited {deps.rel(target)}"
 
 
-def bash(ctx: RunContext[ToolContext], command: str) -> str:
-    """Run one read-only command: git log/show/diff/blame, ls, wc, rg or grep. No shell, no network.
+BASH_DESCRIPTION = (
+    "Run one read-only command with its arguments: {commands}.\n\n"
+    "No shell runs it: quote a pattern as a shell would ('a|b', \"^def \", 'x$'); an unquoted glob"
+    " (src/*.py) names the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused."
+    " Each command takes only the options on its allow-list, and paths stay inside the repository."
+)
 
-    Each command takes only the options on its allow-list; paths stay inside the repository.
+
+def bash_description() -> str:
+    """The Bash tool's description: the commands this machine has (found at start-up)."""
+    return BASH_DESCRIPTION.format(commands=describe(installed()) or "none is installed on this machine")
+
+
+def _expanded(deps: ToolContext, words: list[Word]) -> list[str]:
+    """The words with each unquoted glob replaced by the readable paths it matches, sorted (a
+    glob that matches none stays as it is, as in a shell)."""
+    out: list[str] = []
+    for word in words:
+        if word.pattern is None or Path(word.pattern).is_absolute() or word.pattern.startswith("~"):
+            out.append(word.text)
+            continue
+        found = [
+            rel
+            for rel in sorted(globbing.glob(word.pattern, root_dir=deps.repo_root))
+            if confinement.inside(deps.repo_root / rel, deps.repo_root)
+            and not deps.is_forbidden((deps.repo_root / rel).resolve())
+        ]
+        out += found or [word.text]
+    return out
+
+
+def bash(ctx: RunContext[ToolContext], command: str) -> str:
+    """Run one read-only command (the description lists them). No shell, no network.
+
+    Args:
+        command: the command line, quoted as for a shell, such as `grep -rn "a\\|b" src`
     """
     deps = ctx.deps
-    if SHELL_META.search(command):
-        return _refusal(deps.refuse("shell operators are not allowed; run one command"))
     try:
-        argv = plan_command(shlex.split(command), deps.confine, deps.repo_root, deps.private)
+        line = split_command(command)
+    except ShellSyntax as exc:
+        return _refusal(deps.refuse(str(exc)))
+    try:
+        argv = plan_command(_expanded(deps, line.words), deps.confine, deps.repo_root, deps.private)
     except ValueError as exc:
         return f"error: {exc}"
     except ShellRefusal as exc:
         return _refusal(deps.refuse(str(exc)))
     except Refused as exc:
         return _refusal(exc)
-    return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS)
+    return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS, line.drop_errors, deps.tools)
 
 
 def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
@@ -374,9 +488,16 @@ model sends in one turn are applied one after the other, never as racing read-mo
 
 
 def tools_for(allow_list: tuple[str, ...]) -> list[Tool[ToolContext]]:
-    """pydantic-ai tools for exactly the names on the allow-list."""
+    """pydantic-ai tools for exactly the names on the allow-list (Bash described with the
+    commands this machine has)."""
     return [
-        Tool(fn, name=name, takes_ctx=True, sequential=key in WRITERS)
+        Tool(
+            fn,
+            name=name,
+            takes_ctx=True,
+            sequential=key in WRITERS,
+            description=bash_description() if key == "Bash" else None,
+        )
         for key in allow_list
         for fn, name in [TOOL_FUNCTIONS[key]]
     ]

@@ -26,6 +26,8 @@ class CheckRequest:
     changed_section: str | None = None
     target: Target = "design"
     scope: Scope = "whole-doc"
+    design_bytes: bytes | None = None
+    """The design's bytes when they come from elsewhere than ``design_path`` (``check -``)."""
 
 
 @dataclass(slots=True)

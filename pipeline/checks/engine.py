@@ -3,7 +3,7 @@ params/rules.toml, return the findings in a stable order."""
 
 from __future__ import annotations
 
-from pipeline.checks import prose, structure
+from pipeline.checks import anchors, prose, structure
 from pipeline.checks.context import CHECKS, CheckContext, CheckRequest, Scope
 from pipeline.checks.prose import find_asides
 from pipeline.checks.table import Rule, rule_table
@@ -14,8 +14,8 @@ from pipeline.formats.kinds import Target
 from pipeline.formats.plan import PlanFile, load_plan_file, load_tracks
 from pipeline.settings import Limits
 
-__all__ = ["CheckRequest", "Scope", "Target", "find_asides", "load_context", "run_checks"]
-_RULE_MODULES = (prose, structure)  # importing them registers their rules
+__all__ = ["CheckRequest", "Scope", "Target", "find_asides", "load_context", "run_checks", "run_rules"]
+_RULE_MODULES = (anchors, prose, structure)  # importing them registers their rules
 
 
 def _verify_table(rules: dict[str, Rule]) -> None:
@@ -37,7 +37,13 @@ def load_context(request: CheckRequest, limits: Limits) -> CheckContext:
             f"--target {request.target} needs --design-mechanics-path",
             hint="pass the companion's path, or use --target design",
         )
-    design = load_design(request.design_path, what="design")
+    if request.design_bytes is not None:
+        from pipeline.formats.design_doc import parse_design
+        from pipeline.formats.textio import decode
+
+        design = parse_design(decode(request.design_bytes, request.design_path))
+    else:
+        design = load_design(request.design_path, what="design")
     mechanics = (
         load_design(request.mechanics_path, what="mechanics companion") if request.mechanics_path else None
     )
@@ -51,8 +57,12 @@ def load_context(request: CheckRequest, limits: Limits) -> CheckContext:
     return CheckContext(request, design, mechanics, plans, limits, rules)
 
 
-def run_checks(request: CheckRequest, limits: Limits | None = None) -> list[Finding]:
-    ctx = load_context(request, limits or Limits())
+def run_rules(ctx: CheckContext) -> list[Finding]:
+    """Every mechanical rule over a loaded context, the findings in a stable order."""
     for rule_id in ctx.rules:
         CHECKS[rule_id](ctx)
     return sort_findings(ctx.findings)
+
+
+def run_checks(request: CheckRequest, limits: Limits | None = None) -> list[Finding]:
+    return run_rules(load_context(request, limits or Limits()))

@@ -1,8 +1,5 @@
-"""The designloop command line.
-
-``main`` sends the deterministic commands (check, slices, gate, drift, claims) to the argparse
-front in ``cli.fast`` before typer loads; every other command is a typer command.
-"""
+"""The designloop command line: one typer application, every command on it (typer's public API;
+no private module of a dependency is imported)."""
 
 from __future__ import annotations
 
@@ -13,38 +10,67 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from pipeline.cli.fast import FAST_COMMANDS, run_fast
 from pipeline.errors import DesignloopError, ExitCode, InputError
 from pipeline.formats.space import space_error
 
+COMMAND_MODULES = (
+    "batch",
+    "check",
+    "config",
+    "discard",
+    "drift",
+    "edit",
+    "lifecycle",
+    "records",
+    "reports",
+    "rules",
+    "runs",
+    "structure",
+    "workers",
+)
+"""The modules whose import registers their commands on the application."""
+
+
+class BareCommand(InputError):
+    """A command or group given nothing to do: its help is the whole message (exit 2)."""
+
+    def render(self) -> str:
+        return f"{self.message}\n  what to do: {self.hint}"
+
+
+def _usage_error(exc: BaseException) -> InputError | None:
+    """A parser's usage error (an unknown option, a missing argument) as bad input naming the
+    command once, or None for any other exception. Read from what every click exception
+    carries (``format_message``, ``exit_code``, ``ctx``), whatever module defines it."""
+    format_message = getattr(exc, "format_message", None)
+    if not callable(format_message) or getattr(exc, "exit_code", None) != ExitCode.BAD_INPUT:
+        return None
+    ctx = getattr(exc, "ctx", None)
+    message = str(format_message())
+    if ctx is not None and message == ctx.get_help():  # a bare command or group: its help, whole
+        where = str(getattr(ctx, "command_path", "") or "designloop")
+        return BareCommand(message, hint=f"give {where} what its usage above asks for")
+    where = str(getattr(ctx, "command_path", "") or "designloop")
+    # "designloop: create: No such option: --bogus", the program named once
+    command = where.removeprefix("designloop").strip()
+    return InputError(f"{command}: {message}" if command else message, hint=f"see '{where} --help'")
+
 
 def _typer_main(argv: list[str]) -> None:
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    import importlib
 
-    from pipeline.cli import (  # noqa: F401  (registers the commands)
-        batch,
-        config,
-        discard,
-        edit,
-        lifecycle,
-        records,
-        reports,
-        runs,
-        workers,
-    )
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"pipeline.cli.{name}")
     from pipeline.cli.app import command_tree
 
+    tree = command_tree()
     try:
-        code = command_tree().main(args=argv, prog_name="designloop", standalone_mode=False)
-    except NoArgsIsHelpError:
-        sys.exit(int(ExitCode.BAD_INPUT))  # the help is already on the screen
-    except ClickException as exc:  # a usage error: the same contract as every other bad input
-        ctx = getattr(exc, "ctx", None)
-        where = ctx.command_path if ctx is not None else "designloop"
-        # "designloop: create: No such option: --bogus", the program named once
-        command = where.removeprefix("designloop").strip()
-        message = f"{command}: {exc.format_message()}" if command else exc.format_message()
-        raise InputError(message, hint=f"see '{where} --help'") from None
+        code = tree.main(args=argv, prog_name="designloop", standalone_mode=False)
+    except Exception as exc:
+        usage = _usage_error(exc)
+        if usage is None:
+            raise
+        raise usage from None
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -54,13 +80,14 @@ def main(argv: list[str] | None = None) -> None:
 
     forget_flags()
     try:
-        if args and args[0] in FAST_COMMANDS:
-            sys.exit(int(run_fast(args[0], args[1:])))
         _typer_main(args)
     except DesignloopError as exc:
         from pipeline.cli.output import pasteable
 
-        sys.stderr.write(f"designloop: {pasteable(exc.render())}\n")
+        if isinstance(exc, BareCommand):
+            sys.stderr.write(exc.render() + "\n")
+        else:
+            sys.stderr.write(f"designloop: {pasteable(exc.render())}\n")
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         sys.stderr.write("designloop: interrupted\n")

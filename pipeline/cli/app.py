@@ -5,17 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from pipeline.cli.fast import FAST_COMMANDS, run_fast
 from pipeline.cli.options import BaseUrlOpt, BudgetOpt, CostOpt, JsonOpt, ModelOpt, RoleModelOpt, RunsOpt
 from pipeline.cli.output import emit_json, say, table
 from pipeline.errors import ExitCode, InputError
-
-if TYPE_CHECKING:
-    from typer._click import Command
 
 app = typer.Typer(
     name="designloop",
@@ -45,22 +42,26 @@ def _root(
     """Write and review design documents under a strict, resumable review discipline."""
 
 
-def command_tree() -> Command:
+def command_tree() -> TyperGroup:
     """The click command tree of every typer command, each parameter with a metavar that says
     what to write (``DIR``, ``N``, ``MODEL``), never a Python type."""
     from typer.core import TyperArgument
 
     root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
 
     def walk(command: object) -> None:
         for child in getattr(command, "commands", {}).values():
             walk(child)
+        if any(isinstance(p, TyperArgument) and p.required for p in getattr(command, "params", [])):
+            setattr(command, "no_args_is_help", True)  # noqa: B010 (a bare command prints its help)
         for param in getattr(command, "params", []):
+            if isinstance(param, TyperArgument):  # the name says what to write, never the type
+                setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010
             if param.metavar is not None:
                 continue
             if isinstance(param, TyperArgument):
                 param.metavar = (param.name or "value").upper()
-                setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010 (the name says what to write)
             elif getattr(param, "is_flag", False):
                 param.metavar = ""
             else:
@@ -71,31 +72,6 @@ def command_tree() -> Command:
 
 
 _METAVARS = {"int": "N", "float": "NUMBER", "Path": "PATH", "str": "TEXT", "bool": ""}
-
-_SUMMARIES = {
-    "check": "Run the mechanical checks (exit 0 no blocker, 1 any blocker, 2 could not check).",
-    "slices": "Print the deterministic auditor slice partition as JSON.",
-    "gate": "Print the research log's adversarial gate state (exit 0 resolved, 3 open or not run).",
-    "drift": "Check the claims ledgers against the code now (exit 0 current, 1 stale, 2 bad input).",
-    "claims": "Write each design file's claims ledger afresh from the design and the code (no model).",
-}
-
-
-def _passthrough(name: str) -> None:
-    # `designloop <name> ...` is normally served before typer loads; this keeps the command
-    # listed in `designloop --help` and serves calls that come through the typer app.
-    @app.command(
-        name=name,
-        help=_SUMMARIES[name],
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-        add_help_option=False,
-    )
-    def command(ctx: typer.Context) -> None:
-        raise typer.Exit(run_fast(name, list(ctx.args)))
-
-
-for _name in FAST_COMMANDS:
-    _passthrough(_name)
 
 
 @app.command()
@@ -188,7 +164,7 @@ def review(
     """
     from pipeline.agents.review import review_once
     from pipeline.agents.session import SessionOptions, check_models, open_session
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.formats.design_dir import open_design_dir
     from pipeline.formats.research_log import load_research_log
     from pipeline.formats.textio import read_text

@@ -38,15 +38,6 @@ STATES: dict[str, tuple[str, Severity, str]] = {
 }
 
 
-STATE_RULES = {
-    "designloop-bad-input": "a design directory could not be run: its input is bad, or another run held it",
-    "designloop-inconclusive": "a required review never happened (a role returned no valid review twice)",
-    "designloop-budget": "the run stopped at its budget; it resumes with a larger one",
-    "designloop-paused": "the research log's adversarial gate is open; the run resumes once it is resolved",
-    "designloop-decision-needed": "phase 4 found a gap only a decision can settle",
-}
-"""The rules of the results a directory adds for how its run ended (their help in SARIF)."""
-
 LEAD = re.compile(r"^(?P<file>[^\s:][^:\n]*?)(?::\d+)?: ")
 
 
@@ -90,10 +81,9 @@ def batch_findings(batch: Batch, root: Path | None = None) -> list[Finding]:
 
 
 def batch_sarif(batch: Batch, root: Path | None = None) -> str:
-    from pipeline.checks.table import Rule, rule_table
+    from pipeline.checks.registry import registry
 
-    rules = dict(rule_table())
-    severity = {rule: sev for rule, sev, _ in STATES.values()}
-    for rule_id, summary in STATE_RULES.items():
-        rules[rule_id] = Rule(rule_id, severity[rule_id], False, summary)
-    return to_sarif(batch_findings(batch, root), rules, root)
+    findings = batch_findings(batch, root)
+    known = registry()
+    rules = {f.rule: rule for f in findings if (rule := known.find(f.rule)) is not None}
+    return to_sarif(findings, rules, root)

@@ -1,4 +1,4 @@
-"""designloop drift and designloop claims: the claims ledgers against the code (argparse, fast).
+"""designloop drift and designloop claims: the claims ledgers against the code.
 
 ``drift DIR|GLOB...`` checks every claim of every ledger in the named design directories
 against the code now: exit 0 when each is current, 1 when any is stale, 2 on bad input (a
@@ -9,18 +9,20 @@ Neither needs a model; drift reads only the code files the claims cite.
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pipeline.cli.argv import ArgParser, emit
+import typer
+
+from pipeline.cli.app import app
+from pipeline.cli.options import DirsArg, JsonOpt
+from pipeline.cli.output import emit_json, write
 from pipeline.errors import DesignloopError, ExitCode, InputError
 
 if TYPE_CHECKING:
-    from pipeline.agents.drift import ClaimState
     from pipeline.formats.findings import Finding
+    from pipeline.grounding.drift import ClaimState
 
 
 @dataclass(slots=True)
@@ -115,8 +117,8 @@ def _check_sarif(sarif: Path | None) -> Path | None:
 
 
 def drift_report(directories: list[Path]) -> DriftReport:
-    from pipeline.agents.drift import Drift
-    from pipeline.formats.claims_ledger import design_files, ledger_path, load_ledger
+    from pipeline.grounding.drift import Drift
+    from pipeline.grounding.ledger import design_files, ledger_path, load_ledger
     from pipeline.settings import repo_root
 
     report = DriftReport()
@@ -144,44 +146,42 @@ def drift_report(directories: list[Path]) -> DriftReport:
     return report
 
 
-def run_drift(argv: list[str]) -> int:
-    p = ArgParser(
-        prog="designloop drift",
-        description=(
-            "Check every claim of the design directories' claims ledgers against the code now. "
-            "Exit 0 every claim current, 1 any stale, 2 bad input."
+@app.command(no_args_is_help=True)
+def drift(
+    directories: DirsArg,
+    as_json: JsonOpt = False,
+    sarif: Annotated[
+        Path | None,
+        typer.Option(
+            "--sarif", metavar="FILE", help="also write the stale claims as SARIF 2.1.0 to this file"
         ),
-    )
-    p.add_argument("directories", nargs="+", help="design directories or globs, e.g. 'docs/adr/*'")
-    p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--sarif", type=Path, help="also write the stale claims as SARIF 2.1.0 to this file")
-    args = p.parse_args(argv)
-    from pipeline.formats.claims_ledger import claim_directories
+    ] = None,
+) -> None:
+    """Check every claim of the design directories' claims ledgers against the code now.
 
-    target = _check_sarif(args.sarif)
-    report = drift_report(claim_directories(args.directories, Path.cwd()))
+    Exit 0 every claim current, 1 any stale, 2 bad input.
+    """
+    from pipeline.grounding.ledger import claim_directories
+
+    target = _check_sarif(sarif)
+    report = drift_report(claim_directories(directories, Path.cwd()))
     if target is not None:
         _write_sarif(target, report)
-    if args.as_json:
-        emit(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    if as_json:
+        emit_json(report.to_json())
     else:
         for error in report.errors:
-            sys.stderr.write(f"designloop: {error.render()}\n")
-        emit(report.text())
-    return report.exit_code
+            write(f"designloop: {error.render()}", stderr=True)
+        write(report.text())
+    raise typer.Exit(int(report.exit_code))
 
 
 def _write_sarif(target: Path, report: DriftReport) -> None:
-    from pipeline.checks.table import Rule
+    from pipeline.checks.registry import registry
     from pipeline.cli.render import to_sarif
-    from pipeline.formats.claims import claim_rules
     from pipeline.formats.textio import atomic_write
 
-    rules = {
-        rule: Rule(rule, "should-fix" if severity == "should-fix" else "suggestion", False, summary)
-        for rule, (severity, summary) in claim_rules().rules.items()
-        if rule.startswith("drift-")
-    }
+    rules = registry().of_family("drift")
     atomic_write(target, to_sarif(report.findings(), rules))
     from pipeline.agents.readable import record_byproducts
     from pipeline.settings import default_runs_dir, repo_root
@@ -205,25 +205,20 @@ def _code_root(directory: Path, root: Path) -> Path:
     return code
 
 
-def run_claims(argv: list[str]) -> int:
-    p = ArgParser(
-        prog="designloop claims",
-        description=(
-            "Write each design file's claims ledger afresh from the design and the code now "
-            "(no model). Exit 0, or 2 on bad input."
-        ),
-    )
-    p.add_argument("directories", nargs="+", help="design directories or globs, e.g. 'docs/adr/*'")
-    p.add_argument("--json", dest="as_json", action="store_true", help="one JSON object on stdout")
-    args = p.parse_args(argv)
-    from pipeline.agents.claims import Grounding
-    from pipeline.formats.claims_ledger import claim_directories, design_files, ledger_path
+@app.command(no_args_is_help=True)
+def claims(directories: DirsArg, as_json: JsonOpt = False) -> None:
+    """Write each design file's claims ledger afresh from the design and the code now (no model).
+
+    Exit 0, or 2 on bad input.
+    """
+    from pipeline.grounding.claims import Grounding
+    from pipeline.grounding.ledger import claim_directories, design_files, ledger_path
     from pipeline.settings import repo_root
 
-    directories = claim_directories(args.directories, Path.cwd())
+    found = claim_directories(directories, Path.cwd())
     shared: dict[tuple[Path, Path], Grounding] = {}  # one index per code root
     groundings = []
-    for d in directories:  # every directory checked before any ledger is written
+    for d in found:  # every directory checked before any ledger is written
         root = repo_root(d)
         code = _code_root(d, root)
         groundings.append((d, root, shared.setdefault((root, code), Grounding(root, code))))
@@ -241,13 +236,12 @@ def run_claims(argv: list[str]) -> int:
                     "notes": list(resolution.notes),
                 }
             )
-            if not args.as_json:
+            if not as_json:
                 state = "written" if written else "unchanged"
-                emit(f"{rows[-1]['ledger']}: {len(resolution.ledger.claims)} claims ({state})")
+                write(f"{rows[-1]['ledger']}: {len(resolution.ledger.claims)} claims ({state})")
                 for f in resolution.findings:
-                    emit(f"    {rows[-1]['design']}:{f.line}: {f.rule}: {f.message}")
+                    write(f"    {rows[-1]['design']}:{f.line}: {f.rule}: {f.message}")
                 for note in resolution.notes:
-                    emit(f"    note: {note}")
-    if args.as_json:
-        emit(json.dumps({"files": rows}, indent=2, ensure_ascii=False))
-    return ExitCode.OK
+                    write(f"    note: {note}")
+    if as_json:
+        emit_json({"files": rows})

@@ -35,7 +35,7 @@ from pipeline.formats.kinds import EDIT_KINDS, is_edit_kind
 
 if TYPE_CHECKING:
     from pipeline.formats.edit_request import Choice, EditRequest
-    from pipeline.formats.staleness import StaleQuestion
+    from pipeline.formats.sync_reconcile import StaleQuestion
 
 KINDS = ", ".join(EDIT_KINDS)
 
@@ -127,7 +127,7 @@ def edit(
 
 def edit_request(flags: EditFlags) -> EditRequest:
     """The edit the flags ask for (its form is validated when the run is planned)."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.formats.edit_request import EditRequest
     from pipeline.formats.textio import read_text
 
@@ -163,7 +163,7 @@ def _chooser(flags: EditFlags) -> Callable[[StaleQuestion], Choice] | None:
 
 def run_edit(directory: Path, flags: EditFlags) -> None:
     """Take the directory's lock, validate the edit whole and start its run under it, run it."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.cli.runs import hold_directory, run_and_report
     from pipeline.runs.setup import new_run_id, plan_edit, start_run
     from pipeline.runs.store import LocalStore

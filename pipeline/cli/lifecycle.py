@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _design(directory: Path) -> DesignDir:
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.formats.design_dir import open_design_dir
 
     return open_design_dir(resolve(directory) or directory)
@@ -70,6 +70,14 @@ def _say_done(done: Done) -> None:
         typer.echo(line)
     if done.records:
         typer.echo(f"recorded in {done.directory}/design-approvals.md: commit it with the design")
+        accepted = [r for r in done.records if r.action == "accepted"]
+        if accepted:
+            from pipeline.cli.next_step import after_approval
+            from pipeline.cli.output import pasteable
+            from pipeline.formats.kinds import PHASE1, PHASE4
+
+            final = any(r.file.startswith("final") for r in accepted)
+            typer.echo(pasteable(after_approval(PHASE4 if final else PHASE1, Path(done.directory))))
 
 
 @app.command()

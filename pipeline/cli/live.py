@@ -44,21 +44,38 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def mechanical_words(event: MechanicalCheck) -> str:
+    """The mechanical checks' line: how many findings, and how many of them are open (a blocker
+    or a should-fix)."""
+    if not event.findings:
+        return "mechanical checks: clean"
+    counts = [f"{_plural(event.blockers, 'blocker')}"]
+    if event.found:  # every event records its findings; the severities are counted from them
+        should = sum(1 for f in event.found if f.severity == "should-fix")
+        counts += [f"{should} should-fix", f"{event.findings - event.blockers - should} suggestion(s)"]
+    return f"mechanical checks: {_plural(event.findings, 'finding')} ({', '.join(counts)})"
+
+
+def dual_clean_words(event: DualCleanCheck) -> str:
+    """A round's evaluation: "clean" only when the pair and the mechanical checks have nothing
+    open; "dual-clean" when the pair is clean (the loop's exit) and mechanical findings remain."""
+    mechanical = event.mechanical or 0
+    said = "not clean" if not event.clean else "dual-clean" if mechanical else "clean"
+    words = f"round {event.round} {said}: auditors {event.auditor} open, second check {event.second} open"
+    if event.mechanical is not None:
+        words += f", mechanical checks {mechanical} open"
+    if event.inconclusive:
+        words += f"; no valid review from {', '.join(event.inconclusive)}"
+    return words
+
+
 def check_words(event: CheckEvent) -> str:
     """A check in plain words (never a Python repr)."""
     match event:
         case MechanicalCheck():
-            if not event.findings:
-                return "mechanical checks: clean"
-            return f"mechanical checks: {_plural(event.findings, 'finding')}, {event.blockers} blocking"
+            return mechanical_words(event)
         case DualCleanCheck():
-            said = "clean" if event.clean else "not clean"
-            words = (
-                f"round {event.round} {said}: auditors {event.auditor} open, second check {event.second} open"
-            )
-            if event.inconclusive:
-                words += f"; no valid review from {', '.join(event.inconclusive)}"
-            return words
+            return dual_clean_words(event)
         case ComprehensionCheck():
             return f"comprehension gate: {event.verdict or '-'}, {_plural(event.findings, 'finding')}"
         case ColdReadCheck():
@@ -74,7 +91,8 @@ def check_words(event: CheckEvent) -> str:
                 words += f"; no valid review from {', '.join(event.inconclusive)}"
             return words
         case VerdictCheck():
-            return f"verdict: {event.outcome} ({event.remaining} remaining)"
+            declined = f", {event.declined} part(s) of the instruction declined" if event.declined else ""
+            return f"verdict: {event.outcome} ({event.remaining} remaining{declined})"
     return f"check {getattr(event, 'check', '')}".strip()
 
 
@@ -226,13 +244,22 @@ class LiveState:
 
 class LiveView:
     def __init__(self, kind: Kind) -> None:
+        from pipeline.cli.output import console
+
         self.state = LiveState(kind)
+        # The console exists before the Live: Live renders once as it is made, and the view's
+        # height is the console's.
+        self.console = console()
         self.live = Live(
-            get_renderable=self._render, refresh_per_second=4, transient=False, vertical_overflow="crop"
+            console=self.console,
+            get_renderable=self._render,
+            refresh_per_second=4,
+            transient=False,
+            vertical_overflow="crop",
         )
 
     def _render(self) -> RenderableType:
-        return self.state.render(self.live.console.size.height)
+        return self.state.render(self.console.size.height)
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from pipeline.agents.session import SessionOptions
     from pipeline.runs.records import FailOn
     from pipeline.runs.store import RunStore
+
+C = TypeVar("C", bound=str)
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", metavar="MODEL", help="pydantic-ai model string for every role")
@@ -109,6 +111,17 @@ QuietOpt = Annotated[
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="print each step as a line on stderr as it happens")
 ]
+OutputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        metavar="FORMAT",
+        help="text, json, sarif, github (workflow commands), rdjson (reviewdog) or junit",
+    ),
+]
+OutputFileOpt = Annotated[
+    Path | None, typer.Option("--output-file", "-o", metavar="FILE", help="write the output to FILE")
+]
 NoDiffOpt = Annotated[bool, typer.Option("--no-diff", help="leave the diff out of what is printed")]
 
 
@@ -120,6 +133,27 @@ class Show:
     verbose: bool = False
     diff: bool = True
     as_json: bool = False
+
+
+def choice(flag: str, value: str, allowed: tuple[C, ...]) -> C:
+    """``value`` as one of ``allowed``, or bad input naming the likeliest one meant."""
+    for option in allowed:
+        if value == option:
+            return option
+    from pipeline.validation import did_you_mean
+
+    close = did_you_mean(value, allowed)
+    guess = f"did you mean {flag} {close}? " if close else ""
+    raise InputError(
+        f"{flag} {value!r} is not one of {', '.join(allowed)}", hint=f"{guess}e.g. {flag} {allowed[0]}"
+    )
+
+
+def output_format(value: str | None, default: str) -> str:
+    """``--output-format``, checked against the emitters (cli/emitters.py)."""
+    from pipeline.cli.emitters import FORMATS
+
+    return choice("--output-format", value if value is not None else default, FORMATS)
 
 
 def parse_fail_on(value: str | None) -> FailOn | None:
@@ -215,6 +249,8 @@ class ResumeFlags:
     max_requests: int | None = None
     show: Show = Show()
     approve_if_ready: bool = False
+    force: bool = False
+    """Go on over work recorded after the run started (kept under the run's directory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -109,7 +109,8 @@ def emit_json(document: dict[str, Any]) -> None:
 _FLAGS: dict[str, str] = {}
 """Where the command found its runs (``--runs-dir``, ``--store``), for the hints it prints."""
 _PASTED = re.compile(
-    r"\bdesignloop (?:(?:resume|status|discard|report)(?: \d{8}-\d{6}-[\w-]+)?|runs|(?:create|final) DIR)\b"
+    r"\bdesignloop (?:(?:(?:resume|status|discard|report)(?: \d{8}-\d{6}-[\w-]+)?|runs"
+    r"|(?:create|final) DIR)\b|(?:approve|final|create) (?!DIR\b)[^\s;,()]+)"
 )
 
 

@@ -24,7 +24,7 @@ def _warn(error: InputError) -> None:
 
 def _directory(arg: str | None) -> Path | None:
     """The design directory ``status`` was given, or None when the argument is a run id."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
 
     if arg is None:
         return None

@@ -43,6 +43,7 @@ from pipeline.formats.kinds import DESIGN_SYNC, PHASE1, PHASE4, CreationKind
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from pipeline.formats.design_dir import DesignDir
     from pipeline.graph.result import RunResult
     from pipeline.runs.lock import Holder, RunLock
     from pipeline.runs.setup import OpenRun
@@ -77,7 +78,7 @@ def run_and_report(
     (live on a terminal, step by step on stderr with --verbose), print its result, and exit
     with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
     under the lock."""
-    from pipeline.cli.output import is_terminal
+    from pipeline.cli.output import is_terminal, pasteable
     from pipeline.fleet.resume import record_outputs
     from pipeline.fleet.rows import FINISHED
     from pipeline.graph.runner import execute
@@ -108,11 +109,21 @@ def run_and_report(
         extra = {"approval": approval.to_json()} if approval is not None else {}
         emit_json(result.to_json() | kept | extra | {"revisions": revisions})
     else:
-        present(run.run_dir, result, show, revisions)
+        from pipeline.cli.next_step import after_run
+
         for file, copy in run.record.kept.items():
             say(f"the overwritten {file} is kept at {copy}", plain=True)
         if approval is not None:
             say(approval.line(), plain=True)
+        step = after_run(
+            kind=run.record.kind,
+            directory=run.design.root,
+            run_id=run.run_id,
+            outcome=str(result.to_json()["outcome"]),
+            revisions=revisions,
+            approved=approval is not None and approval.refused is None,
+        )
+        present(run.run_dir, result, show, revisions, pasteable(step))
     raise typer.Exit(int(code))
 
 
@@ -153,17 +164,23 @@ def without_diff(summary: str) -> str:
 
 
 def present(
-    run_dir: Path, result: RunResult, show: Show, revisions: list[dict[str, object]] | None = None
+    run_dir: Path,
+    result: RunResult,
+    show: Show,
+    revisions: list[dict[str, object]] | None = None,
+    next_step: str | None = None,
 ) -> None:
-    """The run's summary (the diff, the review-log entry), then what to do next and the outcome
-    line naming who reviewed: on a terminal through Rich, elsewhere as it is (a valid diff)."""
+    """The run's summary (the diff, the review-log entry), then the outcome line naming who
+    reviewed, and last what to do next: on a terminal through Rich, elsewhere as it is (a
+    valid diff)."""
     from rich.markup import escape
 
     from pipeline.agents.resolve import engine_summary
     from pipeline.cli.output import console, is_terminal, pasteable, write
 
     summary = run_dir / "summary.md"
-    outcome = result.to_json()["outcome"]
+    said = result.to_json()
+    outcome = said["outcome"]
     shown = result.exit_code in (ExitCode.OK, ExitCode.FINDINGS, ExitCode.INCONCLUSIVE)
     if shown and summary.is_file() and not show.quiet:
         text = summary.read_text(encoding="utf-8")
@@ -179,27 +196,65 @@ def present(
         )
     if result.paused:
         say(f"[yellow]paused at the S3 gate:[/yellow] {escape(result.message or '')}")
-        say(
-            pasteable(
-                f"resolve the research log's adversarial gate, then: designloop resume {result.run_id}"
-            ),
-            plain=True,
-        )
     elif result.exit_code == ExitCode.BUDGET:
         say(f"[yellow]stopped:[/yellow] {escape(result.message or '')}")
         flag = result.flag or "--budget"
         more = "<more requests per spawn>" if flag == "--max-requests" else "<more tokens>"
-        say(pasteable(f"resume with: designloop resume {result.run_id} {flag} {more}"), plain=True)
-    reviewed = f"reviewed by {engine_summary(result.models)}" if result.models else ""
+        next_step = pasteable(f"next: designloop resume {result.run_id} {flag} {more}")
+    reviewed = reviewed_by(result, engine_summary)
     for rev in revisions or []:
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
-    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else ""), plain=True)
+    declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
+    if declined:
+        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+    say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
+    if next_step:  # the last line: what to do next
+        say(next_step, plain=True)
+
+
+def unapproved_design(design: DesignDir, store: RunStore) -> str | None:
+    """Why the design.md phase 4 is about to finalise is not the accepted one (None when it is):
+    final runs on it all the same, but says so."""
+    from pipeline.cli.next_step import shown
+    from pipeline.runs.lifecycle_read import Directory, revision_stores
+
+    d = Directory.read(design, revision_stores(store))
+    accepted, current, on_disk = d.accepted("design"), d.current("design"), d.on_disk("design")
+    approve = f"designloop approve {shown(design.root)} --file design"
+    if accepted is None:
+        return f"design.md was never approved; final runs on it as it is ({approve} records it)"
+    if on_disk != accepted.sha256:
+        now = f"r{current.number}" if current is not None and current.sha256 == on_disk else "a hand edit"
+        return (
+            f"design.md is {now}, not the accepted r{accepted.number}; final runs on it as it is ({approve})"
+        )
+    return None
+
+
+def reviewed_by(result: RunResult, summary: Callable[[dict[str, str]], str]) -> str:
+    """Who reviewed, as the outcome line says it: the reviewing roles that returned a valid
+    review and their models; ``not reviewed`` when none did (an author that never wrote, a
+    server that never answered), with the author's error when it has one."""
+    from pipeline.graph.story import AUTHORS
+
+    state = result.state
+    if not result.models:
+        return ""
+    valid = {r.role for r in state.reviews() if r.status == "ok"} if state is not None else set()
+    reviewers: dict[str, str] = {
+        str(role): model for role, model in result.models.items() if role in valid and role not in AUTHORS
+    }
+    if reviewers:
+        return f"reviewed by {summary(reviewers)}"
+    author = getattr(state, "author", None)
+    error = getattr(author, "error", None) if author is not None and not author.draft_ok else None
+    return "not reviewed" + (f" (the author wrote no draft: {error})" if error else "")
 
 
 def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None:
     """create or final: check everything, take the directory's lock, refuse to overwrite later
     work (unless --force), start the run and take it to its end."""
-    from pipeline.cli.fast import resolve
+    from pipeline.cli.paths import resolve
     from pipeline.fleet.rows import fingerprint
     from pipeline.runs.fingerprint import Fingerprints
     from pipeline.runs.overwrite import later_work
@@ -231,6 +286,11 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             store.register(run.run_dir)
             if not flags.as_json and not flags.show.quiet:
                 typer.echo(f"run {run.run_id}", err=True)
+            unapproved = (
+                unapproved_design(plan.design, store) if kind == PHASE4 and not flags.as_json else None
+            )
+            if unapproved:
+                say(f"[yellow]warning:[/yellow] {unapproved}", stderr=True)
             run_and_report(run, False, flags.show, store, lock, flags.approve_if_ready)
     finally:
         store.close()
@@ -318,9 +378,15 @@ def resume(
     verbose: VerboseOpt = False,
     no_diff: NoDiffOpt = False,
     approve_if_ready: ApproveOpt = False,
+    force: ForceOpt = False,
 ) -> None:
-    """Continue a run from its last completed step (after a crash, a pause or a spent budget)."""
+    """Continue a run from its last completed step (after a crash, a pause or a spent budget).
+
+    A run is never resumed over work recorded after it started (a newer run or edit of its
+    documents): that is refused (exit 2) unless --force, which keeps those documents under the
+    run's directory."""
     flags = ResumeFlags(
+        force=force,
         budget=budget,
         max_cost=max_cost,
         runs_dir=runs_dir,
@@ -339,8 +405,10 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
     """Check the new limits, take the directory's lock, then load the run as it is now and go on."""
     from pipeline.agents.session import check_budget, check_requests, parse_cost
     from pipeline.runs.discard import refuse_discarded
+    from pipeline.runs.lock import holder_for
+    from pipeline.runs.overwrite import LaterWork
     from pipeline.runs.records import locate
-    from pipeline.runs.setup import load_run
+    from pipeline.runs.setup import anew_over, load_run, refuse_later
 
     failing = parse_fail_on(flags.fail_on)
     check_budget(flags.budget)
@@ -355,11 +423,19 @@ def resume_run(run_id: str, flags: ResumeFlags) -> None:
             refuse_discarded(runs.view(run_id))
             run_dir = runs.run_dir(run_id)
             run = load_run(run_dir, flags.budget, flags.max_cost, failing, max_requests=flags.max_requests)
+            resumed = True
+            try:
+                refuse_later(run, runs, f"designloop resume {run_id} --force")
+            except LaterWork as exc:
+                if not flags.force or exc.overwrite is None:
+                    raise
+                run, resumed = anew_over(run, runs, exc.overwrite), False
+                lock.relabel(holder_for(run.run_id))
             if flags.approve_if_ready:
                 from pipeline.runs.lifecycle import check_approvals
 
                 check_approvals(run.design)
-            run_and_report(run, True, flags.show, runs, lock, flags.approve_if_ready)
+            run_and_report(run, resumed, flags.show, runs, lock, flags.approve_if_ready)
     finally:
         runs.close()
 

@@ -42,23 +42,33 @@ app.add_typer(enqueue_app)
 
 
 def _pg_store(store: str | None, runs_dir: Path | None) -> PgStore:
+    from pipeline.runs.address import store_url
+
+    _require_queue(store)
+    from pipeline.runs.pg_store import PgStore
+
+    url = store_url(store)
+    assert url is not None
+    return PgStore(url, runs_dir_of(runs_dir))
+
+
+def _require_queue(store: str | None) -> None:
+    """The queue's store named and its packages installed (the postgres extra), before anything
+    that needs them is imported: a missing extra is bad input naming it, never a traceback."""
     from pipeline.errors import InputError
     from pipeline.runs.address import require_postgres, store_url
 
-    url = store_url(store)
-    if url is None:
+    if store_url(store) is None:
         raise InputError(
             "the queue lives in a PostgreSQL store, and none is named",
             hint="pass --store postgresql://USER@HOST:PORT/DB or set DESIGNLOOP_STORE",
         )
     require_postgres()
-    from pipeline.runs.pg_store import PgStore
-
-    return PgStore(url, runs_dir_of(runs_dir))
 
 
 def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
     """Check the flags and every directory, start (or pick up) each directory's run, queue it."""
+    _require_queue(flags.store)
     from pipeline.cli.batch import check_session
     from pipeline.fleet.rows import BatchOptions
     from pipeline.fleet.worker import enqueue
@@ -145,6 +155,8 @@ def worker(
     """Take queued runs from the PostgreSQL store and run them, --jobs at a time, until stopped
     (or, with --drain, until the queue is empty). Run it from a checkout of the repository."""
     from pipeline.errors import InputError
+
+    _require_queue(store)
     from pipeline.fleet.worker import Worker
     from pipeline.settings import repo_root
 

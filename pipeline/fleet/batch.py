@@ -55,8 +55,9 @@ from pipeline.runs.events import RoundStarted, Spawned, Started
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lifecycle import approve_if_ready
 from pipeline.runs.lock import Holder, RunLock, RunLocked, holder_for
+from pipeline.runs.overwrite import LaterWork, Overwrite
 from pipeline.runs.records import NotResumable, portable
-from pipeline.runs.setup import OpenRun, RunPlan, load_run
+from pipeline.runs.setup import OpenRun, RunPlan, load_run, refuse_later
 from pipeline.runs.store import LocalStore, RunStore
 from pipeline.settings import CACHE_DIR, repo_root
 
@@ -237,7 +238,12 @@ class BatchRunner:
         if decide(row, plan, planned.inputs, before, self.options, self.store) is not None:
             self._say(row)
             return
-        run, resume = self._open(plan, before, planned.inputs, row, lock)
+        try:
+            run, resume = self._open(plan, before, planned.inputs, row, lock)
+        except LaterWork as exc:
+            row.edited(exc.overwrite or Overwrite([exc.message]))
+            self._say(row)
+            return
         if resume and run.run_id != named:  # another unfinished run than the one named
             lock.relabel(holder_for(run.run_id))
         row.run_id, row.action = run.run_id, "resumed" if resume else "new"
@@ -302,7 +308,13 @@ class BatchRunner:
                     plan.design.repo_root,
                     sessions=self.sessions,
                 )
+                refuse_later(run, self.store, "designloop batch create|final DIR --force")
                 return self._equip(run), True
+            except LaterWork as exc:
+                if not self.options.force or exc.overwrite is None:
+                    raise  # never started anew over it: the row says edited
+                plan.overwrite = exc.overwrite.reasons
+                row.message = f"run {before[0].run_id} not resumed over later work; started anew"
             except InputError as exc:  # a run that cannot be resumed never blocks its directory
                 row.message = f"run {before[0].run_id} could not be resumed ({exc.message}); started anew"
         return self._start(plan, inputs, lock), False

@@ -12,7 +12,7 @@ from pipeline.runs.event_log import EventLog
 from pipeline.runs.events import OutputsRecorded
 from pipeline.runs.fingerprint import outputs_digest
 from pipeline.runs.lock import RunLock, holder_for
-from pipeline.runs.records import NotResumable
+from pipeline.runs.records import NotResumable, StartedBy
 from pipeline.runs.setup import OpenRun, RunPlan, start_run
 from pipeline.runs.store import RunStore, emit
 
@@ -22,12 +22,14 @@ Anew = Callable[[OpenRun, NotResumable], OpenRun]
 """A new run on the directory of one that cannot be resumed."""
 
 
-def start_new(plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None = None) -> OpenRun:
+def start_new(
+    plan: RunPlan, inputs: str, store: RunStore, lock: RunLock | None = None, started_by: StartedBy = "batch"
+) -> OpenRun:
     """Start the planned run with its fingerprint, in the store; the directory's lock, when held,
-    names it from now on (not a run it replaces)."""
+    names it from now on (not a run it replaces). ``started_by``: a batch, or a queue worker."""
     if lock is not None:
         lock.relabel(holder_for(plan.run_id))
-    plan.inputs = inputs
+    plan.inputs, plan.started_by = inputs, started_by
     run = start_run(plan)
     store.register(run.run_dir)
     return run

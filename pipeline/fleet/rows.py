@@ -10,7 +10,7 @@ starts. ``--force`` starts a new run whatever the skip and the later work say.
 
 With ``--stale-only`` the skip goes by the design inputs (everything but the code) and the
 claims ledgers of what the last run wrote: a directory is skipped when those inputs and
-outputs are unchanged and every claim is still current (agents.drift), so a code change no
+outputs are unchanged and every claim is still current (grounding.drift), so a code change no
 claim rests on runs nothing.
 """
 
@@ -23,17 +23,20 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.drift import stale_claims
 from pipeline.agents.session import SessionOptions, Sessions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import CreationKind
+from pipeline.formats.revisions import Revision, file_of
 from pipeline.graph.result import exit_code_for
 from pipeline.graph.state import BLOCKER_REMAINS, DECISION_NEEDED, PASS, SHOULD_FIX_REMAINS
+from pipeline.grounding.drift import stale_claims
 from pipeline.runs.fingerprint import Fingerprints, output_files, outputs_digest
+from pipeline.runs.lifecycle_read import Directory, revision_stores
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
+from pipeline.runs.revisions import input_digests
 from pipeline.runs.setup import RunPlan, plan_run
 from pipeline.runs.store import RunStore
 from pipeline.runs.views import RunView
@@ -135,6 +138,18 @@ class Row:
         what = "design inputs unchanged and every claim current" if stale_only else "inputs unchanged"
         again = f"{what} since run {record.run_id} ({verdict}); --force runs it again"
         self.end("skipped", code, again)
+
+    def skip_accepted(self, revision: Revision, stale_only: bool) -> None:
+        """Nothing to run, known from the committed record alone: the directory's accepted
+        revision is on disk and was written from the very inputs it has now."""
+        self.outcome = revision.outcome
+        what = "design inputs unchanged and every claim current" if stale_only else "inputs unchanged"
+        self.end(
+            "skipped",
+            ExitCode.OK,
+            f"{what} since the accepted {revision.label()} (the review log and the approvals say so); "
+            "--force runs it again",
+        )
 
     def edited(self, later: Overwrite) -> None:
         """Left alone: a new run would overwrite work done since the last one."""
@@ -266,6 +281,9 @@ def decide(
         elif unchanged(before, inputs, plan.design, options.kind):
             row.skip(before, options.fail_on)
             return "skipped"
+    if not options.force and (accepted := accepted_unchanged(row, plan, options, store)) is not None:
+        row.skip_accepted(accepted, options.stale_only)
+        return "skipped"
     later = later_work(plan.design, options.kind, store)
     if later and not options.force:
         row.edited(later)
@@ -335,3 +353,37 @@ def fingerprint(plan: RunPlan, fingerprints: Fingerprints, code: bool = True) ->
     (without ``code``: all but the code)."""
     runtime = plan.session.runtime
     return fingerprints.inputs(plan.design, plan.kind, runtime.model_specs, servers(runtime), code)
+
+
+def accepted_unchanged(row: Row, plan: RunPlan, options: BatchOptions, store: RunStore) -> Revision | None:
+    """The accepted revision of the kind's document when nothing about it changed, told from the
+    committed record alone (a fresh clone, an evicted CI cache): each document the kind writes
+    that exists is its accepted revision byte for byte (the approvals file), and the inputs that
+    revision's run read (its review-log marker) are the inputs now (with ``--stale-only``: all
+    but the code, and every claim current). None: a run is needed."""
+    design, kind = plan.design, options.kind
+    lifecycle = Directory.read(design, revision_stores(store))
+    main: Revision | None = None
+    prints = Fingerprints(store.runs_dir)
+    for path in output_files(design, kind):
+        if not path.is_file():
+            continue
+        file = file_of(path.relative_to(design.root).as_posix())
+        acc = lifecycle.accepted(file) if file is not None else None
+        if acc is None or lifecycle.on_disk(acc.file) != acc.sha256:
+            return None
+        rev = next((r for r in lifecycle.revisions if (r.file, r.number) == (acc.file, acc.number)), None)
+        if rev is None or not rev.inputs:
+            return None
+        now = input_digests(design, kind, prints)
+        parts = [p for p in rev.inputs if not (options.stale_only and p == "code")]
+        if any(rev.inputs[p] != now.get(p) for p in parts):
+            return None
+        main = main or rev
+    if main is None:
+        return None
+    if options.stale_only:
+        row.stale = stale_claims(design.repo_root, output_files(design, kind))
+        if row.stale:
+            return None
+    return main

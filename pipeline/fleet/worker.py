@@ -53,7 +53,7 @@ from pipeline.runs.lock import LockLost, RunLock, holder_for
 from pipeline.runs.pg_lock import asetup_lock, schema_options
 from pipeline.runs.pg_store import PgStore
 from pipeline.runs.records import NotResumable, portable
-from pipeline.runs.setup import OpenRun, load_run, plan_run, resume_options
+from pipeline.runs.setup import OpenRun, load_run, plan_run, refuse_later, resume_options
 from pipeline.runs.store import emit
 from pipeline.settings import repo_root, worker_settings
 
@@ -109,7 +109,10 @@ async def enqueue(
             if before is not None and unfinished(before):
                 row.action, row.run_id = "queued", before[0].run_id  # its unfinished run goes on
             else:
-                row.action, row.run_id = "queued", start_new(planned.plan, planned.inputs, store).run_id
+                row.action, row.run_id = (
+                    "queued",
+                    start_new(planned.plan, planned.inputs, store, None, "worker").run_id,
+                )
         except Exception as exc:  # one directory's failure never stops the others
             row.fail(exc)
             continue
@@ -218,6 +221,8 @@ class Worker:
             budget, cost, fail_on = job.budget_tokens, job.max_cost, job.fail_on
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
             run = load_run(run_dir, budget, cost, fail_on, repo=self.repo, sessions=self.sessions)
+            # Taking a run over never overwrites what was recorded after it started.
+            refuse_later(run, self.store, f"designloop resume {run_id} --force")
 
             async def execute(run: OpenRun, resume: bool) -> RunResult:
                 run.session.runtime.inflight = self.inflight
@@ -250,7 +255,7 @@ class Worker:
         )
         fingerprints = Fingerprints(self.store.runs_dir)
         plan.design_inputs = fingerprint(plan, fingerprints, code=False)
-        new = start_new(plan, fingerprint(plan, fingerprints), self.store, lock)
+        new = start_new(plan, fingerprint(plan, fingerprints), self.store, lock, "worker")
         message = f"cannot be resumed ({exc.message}); run {new.run_id} started anew"
         emit(self.store, run.run_dir, Stopped(message=message))
         return new

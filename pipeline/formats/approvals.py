@@ -154,6 +154,8 @@ def parse_approvals(path: Path) -> list[Approval]:
             field = FIELD_RE.match(line.rstrip())
             if field is None:
                 raise _bad(path, number, f'"{line.strip()}" is not a "- key: value" field')
+            if field.group("key") in fields:  # two values: neither may be taken for the record's
+                raise _bad(path, number, f'the field "{field.group("key")}" is given twice in one record')
             fields[field.group("key")] = field.group("value")
     if head is not None:
         records.append(_record(path, head[0], head[1], fields))

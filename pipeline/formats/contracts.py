@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -51,4 +51,24 @@ class AuthorOutput(BaseModel):
     )
 
 
-OUTPUT_TYPES: dict[str, type[BaseModel]] = {"review": ReviewOutput, "author": AuthorOutput}
+MAX_DECLINED = 20
+DeclinedPart = Annotated[str, Field(min_length=1, max_length=600)]
+
+
+class EditorOutput(AuthorOutput):
+    """The end of your work, once the file is edited: a short summary, the path you edited,
+    and each part of the user's instruction you did not carry out."""
+
+    declined: list[DeclinedPart] = Field(
+        default_factory=list,
+        max_length=MAX_DECLINED,
+        description="each part of the user's instruction you did not carry out, in one sentence with"
+        " why (what the code shows instead); empty when you carried out all of it, or had no instruction",
+    )
+
+
+OUTPUT_TYPES: dict[str, type[BaseModel]] = {
+    "review": ReviewOutput,
+    "author": AuthorOutput,
+    "editor": EditorOutput,
+}

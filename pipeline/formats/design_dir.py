@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.errors import InputError
-from pipeline.formats.textio import enclosing_repository
+from pipeline.formats.textio import enclosing_repository, sweep_debris
+from pipeline.settings import load_toml
 from pipeline.settings import repo_root as find_repo_root
 from pipeline.validation import toml_locator, toml_name, validated
 
@@ -108,6 +108,8 @@ def open_design_dir(path: Path, code_root: Path | None = None) -> DesignDir:
             hint="keep the design directory inside the repository; replace the link by the directory",
         )
     repo = find_repo_root(root)
+    # What a write killed mid-way left is swept before anything reads the directory.
+    sweep_debris(root, root / "_workflow")
     if code_root is None:
         code_root = configured_code_root(root)
     code = (code_root or repo).resolve()
@@ -126,14 +128,7 @@ def configured_code_root(root: Path) -> Path | None:
     """The code root a design directory's designloop.toml names (``code_root``), if any."""
     if not (root / DIR_PARAMS).is_file():
         return None
-    try:
-        data = tomllib.loads((root / DIR_PARAMS).read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"invalid TOML: {exc}",
-            file=root / DIR_PARAMS,
-            hint="fix the TOML syntax of the design directory's designloop.toml",
-        ) from None
+    data = load_toml(root / DIR_PARAMS)
     value = dir_params(data, root / DIR_PARAMS).code_root
     if value is None:
         return None

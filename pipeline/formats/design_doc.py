@@ -211,7 +211,7 @@ def build_sections(structure: Structure) -> list[Section]:
 
 def parse_design(file: TextFile) -> DesignDoc:
     lines = file.lines
-    structure = parse_structure(file.text, lines)
+    structure = parse_structure(file.text, lines, file.path)
     return DesignDoc(file=file, structure=structure, sections=build_sections(structure))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.errors import InputError, MalformedEdit
 from pipeline.formats.stamp import line1_preserved
 from pipeline.formats.textio import atomic_write_bytes, decode, encode
@@ -23,7 +24,7 @@ Reader = Callable[[Path], bytes | None]
 
 def read_live(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return confinement.read_bytes(path)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.bounded import load_json
 from pipeline.formats.edit_request import FailOn
 from pipeline.validation import validated
 
@@ -27,14 +28,8 @@ class JobPayload(BaseModel):
     def decode(cls, payload: bytes | None, job_id: object) -> JobPayload:
         """A payload read back from the queue, checked (a job of another version is refused
         by name, never half-read)."""
-        import json
 
         where = f"queue job {job_id}"
         hint = "enqueue the run again with this version of designloop"
-        try:
-            data = json.loads((payload or b"{}").decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            from pipeline.errors import InputError
-
-            raise InputError(f"the job's payload is not JSON: {exc}", file=where, hint=hint) from None
+        data = load_json(payload or b"{}", file=where, what="job's payload", hint=hint)
         return validated(cls, data, where, hint)

@@ -151,7 +151,7 @@ def _refs(structure: Structure) -> list[FullDesignRef]:
 
 
 def parse_plan_file(file: TextFile) -> PlanFile:
-    structure = parse_structure(file.text, file.lines)
+    structure = parse_structure(file.text, file.lines, file.path)
     episodes, unread = _episodes(structure)
     return PlanFile(file, structure, _refs(structure), _entries(structure, "Decision Log"), episodes, unread)
 

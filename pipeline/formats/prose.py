@@ -25,6 +25,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from pipeline.formats.markdown import MAX_NESTING, checked
 from pipeline.formats.prose_inline import mask_inline
 from pipeline.formats.textio import split_lines
 
@@ -172,7 +173,7 @@ class ProseView:
 
 @cache
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    return MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table").use(front_matter_plugin)
 
 
 def slug(text: str) -> str:
@@ -330,7 +331,7 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     if lines is None:
         lines = split_lines(text)
     env: dict[str, object] = {"references": _unseen_references(text)}
-    tokens = _parser().parse(text, env)
+    tokens = checked(_parser().parse(text, env))
     view = ProseView(lines=lines)
     containers: list[str] = []
     row_cursor: dict[int, int] = {}

@@ -236,7 +236,7 @@ def _parse_gate(file: TextFile, structure: Structure) -> tuple[list[GateEntry], 
 
 
 def parse_research_log(file: TextFile) -> ResearchLog:
-    structure = parse_structure(file.text, file.lines)
+    structure = parse_structure(file.text, file.lines, file.path)
     entries, has_gate = _parse_gate(file, structure)
     return ResearchLog(file, structure, _parse_decisions(file, structure), entries, has_gate)
 

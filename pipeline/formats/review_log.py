@@ -18,6 +18,7 @@ from filelock import FileLock, Timeout
 
 from pipeline.errors import InputError
 from pipeline.formats.kinds import DESIGN_SYNC, MECHANICS_EDIT, MUTATION_KINDS, PHASE1
+from pipeline.formats.review_chain import chain_line, last_chain
 from pipeline.formats.revisions import MARKER_START, Revision, parse_marker
 from pipeline.formats.textio import atomic_write, read_text
 
@@ -264,6 +265,8 @@ def append_entry(
             block = entry.render(number, run_id)
             old = read_text(path, what="review log") if path.exists() else None
             text = old.text if old else ""
+            # Tamper evidence without the run store (formats.review_chain): linked to the last entry.
+            block = block.rstrip("\n") + "\n\n" + chain_line(last_chain(text), block) + "\n"
             if text and not text.endswith("\n"):
                 text += "\n"
             if text:

@@ -5,9 +5,23 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind, Role, Target
+
+
+class ClaimRef(BaseModel):
+    """A claim as a reviewer is handed it: the draft's line and sentence, and the code span
+    (``file``, lines ``first`` to ``last``) the sentence rests on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: int
+    quote: str
+    mention: str
+    symbol: str | None = None
+    file: str
+    first: int
+    last: int
 
 
 class SpawnParams(BaseModel):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.errors import StampViolation
 from pipeline.formats.textio import atomic_write, read_text
 
@@ -30,7 +32,7 @@ def first_line(data: bytes) -> bytes:
 def has_stamp(path: Path) -> bool:
     """Presence check; a missing file counts as unstamped."""
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(confinement.open_fd(path), "rb") as handle:
             head = handle.readline()
     except FileNotFoundError:
         return False

@@ -1,6 +1,7 @@
 """Reading text strictly and writing it atomically.
 
-Every file designloop reads goes through :func:`read_text`, which turns missing,
+Every text file designloop reads goes through :func:`read_text`, which reads it through the
+confinement guard (pipeline.confinement: nothing outside the repository) and turns missing,
 unreadable or non-UTF-8 files into :class:`InputError` values naming the file and the
 byte offset. Every file it rewrites goes through :func:`atomic_write`: a temporary file
 in the same directory, flushed and renamed over the target, so a crash never leaves a
@@ -11,12 +12,16 @@ a link where designloop writes is refused before anything is written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import stat
+import re
+import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.errors import InputError
 from pipeline.formats.space import FULL, out_of_space
 
@@ -88,18 +93,30 @@ MISSING = {
 """What to do about a missing input, by what it is (a flag's file: check the path)."""
 
 
-def read_text(path: Path, *, what: str = "file") -> TextFile:
-    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. Only a
-    regular file is read (a FIFO or a device could block or never end), and one of at most
-    ``MAX_INPUT`` bytes."""
+def read_text(path: Path, *, what: str = "file", root: Path | None = None) -> TextFile:
+    """Read and decode ``path``, or raise an :class:`InputError` that says what to do. The read
+    is confined to ``root`` (by default the repository the path lies in; pipeline.confinement);
+    only a regular file is read (a FIFO or a device could block or never end), and one of at
+    most ``MAX_INPUT`` bytes."""
     try:
-        _regular(path, what)
-        data = path.read_bytes()
+        data = confinement.read_bytes(path, root, what=what, limit=MAX_INPUT)
     except FileNotFoundError:
         raise InputError(f"{what} not found", file=path, hint=MISSING.get(what, "check the path")) from None
     except IsADirectoryError:
         raise InputError(
             f"{what} is a directory, not a file", file=path, hint="pass the file's path"
+        ) from None
+    except confinement.NotRegularFile:
+        raise InputError(
+            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
+            file=path,
+            hint="pass a text file",
+        ) from None
+    except confinement.TooLarge as exc:
+        raise InputError(
+            f"{what} is {exc.size} bytes, more than any design document ({MAX_INPUT} at most)",
+            file=path,
+            hint="pass the document itself",
         ) from None
     except PermissionError:
         raise InputError(
@@ -112,24 +129,6 @@ def read_text(path: Path, *, what: str = "file") -> TextFile:
             hint="check the path and the file's permissions",
         ) from None
     return decode(data, path)
-
-
-def _regular(path: Path, what: str) -> None:
-    info = path.stat()  # errors: the caller's except clauses name them
-    if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(
-            f"{what} is not a regular file (a device, a FIFO or a socket: it may never end)",
-            file=path,
-            hint="pass a text file",
-        )
-    if info.st_size > MAX_INPUT:
-        raise InputError(
-            f"{what} is {info.st_size} bytes, more than any design document ({MAX_INPUT} at most)",
-            file=path,
-            hint="pass the document itself",
-        )
 
 
 def encode(text: str, newline: str = "\n", bom: bool = False) -> bytes:
@@ -152,13 +151,8 @@ def umask() -> int:
     return mask
 
 
-def enclosing_repository(path: Path) -> Path | None:
-    """The nearest directory at or above ``path`` (as given, links not followed) holding ``.git``."""
-    here = Path(os.path.abspath(path))
-    for candidate in (here, *here.parents):
-        if os.path.lexists(candidate / ".git"):
-            return candidate
-    return None
+enclosing_repository = confinement.repository_of
+"""The nearest directory at or above a path (as given, links not followed) holding ``.git``."""
 
 
 def check_write_target(path: Path, root: Path | None = None) -> None:
@@ -226,7 +220,7 @@ def _replace(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_writer()}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -239,6 +233,59 @@ def _replace(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _writer() -> str:
+    """The temporary file's mark of who writes it: ``dl-<host>-<pid>``, so that the next command
+    can tell a writer that died (kill -9) from one still writing (:func:`sweep_debris`)."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"dl-{host}-{os.getpid()}"
+
+
+TEMP_RE = re.compile(r"^\..+\.dl-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[^/]*\.tmp$")
+LEGACY_TEMP_RE = re.compile(r"^\.(?:design[\w.-]*\.md|[\w.-]+\.claims\.json)\.[a-z0-9_]{8}\.tmp$")
+"""A temporary file named before writers marked theirs (swept once it is an hour old)."""
+LEGACY_AGE = 3600.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def sweep_debris(*directories: Path) -> list[Path]:
+    """Remove what an atomic write killed mid-way (kill -9, a power cut) left in ``directories``:
+    the temporary files whose writer on this machine is gone (another machine's are left to it),
+    and unmarked ones an hour old. Returns what was removed; nothing else is ever touched."""
+    host = _writer().split("-")[1]
+    removed: list[Path] = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            path = directory / name
+            match = TEMP_RE.match(name)
+            if match is not None:
+                stale = match.group("host") == host and not _alive(int(match.group("pid")))
+            elif LEGACY_TEMP_RE.match(name):
+                try:
+                    stale = time.time() - path.lstat().st_mtime > LEGACY_AGE
+                except OSError:
+                    continue
+            else:
+                continue
+            if stale and not path.is_symlink() and path.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 def atomic_write(path: Path, text: str, *, newline: str = "\n", bom: bool = False) -> None:

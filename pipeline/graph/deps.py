@@ -16,7 +16,7 @@ from pathlib import Path
 
 from langgraph.runtime import Runtime as GraphRuntime
 
-from pipeline.agents.claims import Grounding
+from pipeline import confinement
 from pipeline.agents.resolve import OFFLINE, caches_prompts
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.agents.runtime import RoleResult, Runtime
@@ -28,6 +28,7 @@ from pipeline.formats.slices import Slice, partition_for
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
+from pipeline.grounding.claims import Grounding
 from pipeline.runs.event_log import EventLog
 from pipeline.runs.events import ClaimsLedgered, SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
@@ -62,7 +63,7 @@ class RunDeps:
 
     @property
     def grounding(self) -> Grounding:
-        """The design's claims resolved against its code root (agents.claims); the code index is
+        """The design's claims resolved against its code root (grounding.claims); the code index is
         built once per run (the run writes no code, and no claim resolves to a design document)."""
         if self._grounding is None:
             self._grounding = Grounding(self.design.repo_root, self.design.code_root)
@@ -110,7 +111,7 @@ class RunDeps:
         for path in written_files(self.design, kind):
             if path.is_file():
                 out[path.relative_to(self.design.root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
+                    confinement.read_bytes(path)
                 ).hexdigest()
         return out
 

@@ -51,6 +51,24 @@ OUTCOME_LINE: dict[RunVerdict, str] = {
 DEBT = "debt: the should-fix findings above carry forward to the next mutation"
 
 
+def outcome_line(outcome: Outcome) -> str:
+    """The outcome as one line (the summary, the live view, the CLI): the verdict's line, and
+    the parts of the instruction that were declined when there were any."""
+    line = OUTCOME_LINE[outcome.verdict]
+    if outcome.declined:
+        line += f" — declined: {'; '.join(outcome.declined)}"
+    return line
+
+
+def entry_outcome(outcome: Outcome) -> str:
+    """The outcome as the review-log entry's Iterations line names it."""
+    count = len(outcome.declined)
+    if not count:
+        return outcome.verdict
+    parts = "part" if count == 1 else "parts"
+    return f"{outcome.verdict}, {count} {parts} of the instruction declined"
+
+
 @dataclass(frozen=True, slots=True)
 class Standing:
     """What stands when the loop exits, as the kind reads it: the ladder's input."""
@@ -63,6 +81,8 @@ class Standing:
     """A required review never happened (or the author never wrote a draft)."""
     passed: bool = True
     """The gate PASS needs passed (the creation kinds' comprehension gate)."""
+    declined: list[str] = field(default_factory=list)
+    """The parts of the user's instruction the inline editor declined (a flag, not a rung)."""
 
 
 def ladder(standing: Standing) -> RunVerdict:
@@ -94,8 +114,15 @@ def decide(
             f"the run would end PASS though {why}",
             hint="this is a defect in designloop; the run stays resumable and nothing was logged",
         )
-    deps.events.emit(VerdictCheck(round=state.round, outcome=verdict, remaining=len(standing.remaining)))
-    return {"outcome": Outcome(verdict=verdict, remaining=standing.remaining)}
+    deps.events.emit(
+        VerdictCheck(
+            round=state.round,
+            outcome=verdict,
+            remaining=len(standing.remaining),
+            declined=len(standing.declined),
+        )
+    )
+    return {"outcome": Outcome(verdict=verdict, remaining=standing.remaining, declined=standing.declined)}
 
 
 @dataclass(slots=True)
@@ -127,6 +154,7 @@ def entry_items(state: RunStateBase, parts: EntryParts) -> list[str]:
     assert state.outcome is not None
     verdict = state.outcome.verdict
     items = [f"{f.severity}: {f.describe()}" for f in state.outcome.remaining]
+    items += [f"declined: {part} (the inline editor did not carry it out)" for part in state.outcome.declined]
     items += parts.earlier + parts.suggestions + [f"note: {n}" for n in state.notes] + parts.surfaced
     if verdict == SHOULD_FIX_REMAINS:
         items.append(DEBT)
@@ -144,7 +172,7 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
     """Step 7: append the entry exactly once per run (it carries the run id; a second append
     finds the first), without the research log's words, right after the lock's fence."""
     assert state.outcome is not None
-    blocks = story.entry_blocks(state, state.outcome.remaining)
+    blocks = story.entry_blocks(state, state.outcome.remaining, wrote=bool(diffs))
     ran = {item.role for item in state.usage}
     models = f"**Models**: {engine_summary(roles_played(ran, deps.runtime.model_specs))}"
     blocks = [models, "", *blocks] if ran else blocks
@@ -160,7 +188,7 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
         findings=entry_items(state, parts),
         iteration=state.round,
         budget=state.budget,
-        outcome=state.outcome.verdict,
+        outcome=entry_outcome(state.outcome),
         wrote=deps.left(state.kind),
         extra=extra,
         one_line=parts.one_line,
@@ -180,7 +208,7 @@ def present(
     outcome line, saved as ``runs/<run-id>/summary.md`` (rewritten whole), then the outcome
     event. ``before``: the kind's sections ahead of the entry; ``after``: behind the outcome."""
     assert state.outcome is not None and state.entry is not None
-    line = OUTCOME_LINE[state.outcome.verdict]
+    line = outcome_line(state.outcome)
     diff = unified(deps, snapshot_files(deps.design, state.kind))
     parts = [f"# {state.kind} {state.run_id}", "", "## Diff", "", f"```diff\n{diff}```", ""]
     parts += [*(before or []), "## Review log", "", state.entry, *withheld_section(deps.run_dir)]
@@ -205,5 +233,6 @@ def record_outcome(deps: RunDeps, state: RunStateBase, line: str) -> None:
                 rounds=state.round,
                 review_log_entry=state.review_entry,
                 findings=state.outcome.remaining,
+                declined=state.outcome.declined,
             )
         )

@@ -12,6 +12,8 @@ import datetime as dt
 import hashlib
 from dataclasses import replace
 
+from pipeline import confinement
+from pipeline.formats.approvals import NAME, accepted, parse_approvals
 from pipeline.formats.kinds import CREATION_KINDS, PHASE4, Kind
 from pipeline.formats.review_log import MutationEntry
 from pipeline.formats.revisions import Finalised, Revision, file_of
@@ -31,11 +33,11 @@ def written(deps: RunDeps, kind: Kind) -> list[tuple[str, bytes]]:
     if kind in CREATION_KINDS:
         for path in output_files(d, kind):
             if path.is_file():
-                out.append((path.relative_to(d.root).as_posix(), path.read_bytes()))
+                out.append((path.relative_to(d.root).as_posix(), confinement.read_bytes(path)))
         return out
     before = snapshot_reader(d, deps.run_dir)
     for path in (d.design, d.mechanics):
-        if path.is_file() and (data := path.read_bytes()) != before(path):
+        if path.is_file() and (data := confinement.read_bytes(path)) != before(path):
             out.append((path.relative_to(d.root).as_posix(), data))
     return out
 
@@ -43,7 +45,7 @@ def written(deps: RunDeps, kind: Kind) -> list[tuple[str, bytes]]:
 def finalised(deps: RunDeps, revisions: list[Revision]) -> Finalised | None:
     """The design.md a phase-4 run finalised: its bytes, and the revision they are."""
     try:
-        sha = hashlib.sha256(deps.design.design.read_bytes()).hexdigest()
+        sha = hashlib.sha256(confinement.read_bytes(deps.design.design)).hexdigest()
     except FileNotFoundError:
         return None
     current = latest(revisions, "design")
@@ -63,6 +65,13 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
     known = history(design, [store])
     final = finalised(deps, known) if state.kind == PHASE4 else None
     docs = [(file, data) for rel, data in written(deps, state.kind) if (file := file_of(rel)) is not None]
+    # Bytes equal to the accepted revision's are that revision: never a new candidate.
+    approvals = parse_approvals(design.root / NAME)
+    docs = [
+        (file, data)
+        for file, data in docs
+        if (acc := accepted(approvals, file)) is None or acc.sha256 != hashlib.sha256(data).hexdigest()
+    ]
     if not docs:
         return
     base = Revision(

@@ -61,6 +61,7 @@ class RunResult:
             "run_id": self.run_id,
             "kind": self.kind,
             "outcome": outcome.verdict if outcome else ("PAUSED" if self.paused else "STOPPED"),
+            "declined": outcome.declined if outcome else [],
             "exit_code": int(self.exit_code),
             "rounds": state.round if state else None,
             "findings": story.findings_json(state, outcome.remaining) if state and outcome else [],

@@ -96,6 +96,9 @@ class Outcome(Record):
 
     verdict: RunVerdict
     remaining: list[Finding] = []
+    declined: list[str] = []
+    """The parts of the user's instruction the inline editor declined: a flag on any verdict,
+    so a run that did only part of what was asked never ends a plain PASS."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,14 +104,17 @@ def _counts(findings: list[Finding]) -> str:
     )
 
 
-def _turn(role: str, round_: int) -> str:
+def _turn(role: str, round_: int, wrote: bool = True) -> str:
+    if not wrote:  # the run changed no file: no turn of its author wrote anything
+        return f"{role} wrote nothing"
     if role == "inline-editor":
         return "inline-editor edited the file"
     return f"{role} {'wrote' if round_ == 1 else 'revised'} the draft"
 
 
-def rounds_block(state: RunStateBase) -> list[str]:
-    """``**Rounds**``: a line per round naming every role that ran and what it raised."""
+def rounds_block(state: RunStateBase, wrote: bool = True) -> list[str]:
+    """``**Rounds**``: a line per round naming every role that ran and what it raised; when the
+    run changed no file (``wrote`` false), its author is said to have written nothing."""
     found = raised(state)
     ran = reviews(state)
     authors: dict[int, str] = {}
@@ -120,7 +123,7 @@ def rounds_block(state: RunStateBase) -> list[str]:
             authors.setdefault(use.round, use.role)
     lines = []
     for round_ in range(1, state.round + 1):
-        parts = [_turn(authors[round_], round_)] if round_ in authors else []
+        parts = [_turn(authors[round_], round_, wrote)] if round_ in authors else []
         for r in sorted((r for r in ran if r.round == round_), key=lambda r: ORDER.get(r.role, 5)):
             mine = [x.finding for x in found if x.round == round_ and x.role == r.role]
             who = r.role + (f" ({r.spawns} slices)" if r.spawns > 1 else "")
@@ -155,9 +158,10 @@ def raised_block(state: RunStateBase, remaining: list[Finding]) -> list[str]:
     return ["**Raised in earlier rounds**:", *lines]
 
 
-def entry_blocks(state: RunStateBase, remaining: list[Finding]) -> list[str]:
-    """The entry's story blocks, separated by a blank line."""
-    rounds, found = rounds_block(state), raised_block(state, remaining)
+def entry_blocks(state: RunStateBase, remaining: list[Finding], wrote: bool = True) -> list[str]:
+    """The entry's story blocks, separated by a blank line; ``wrote``: the run changed a file
+    (from the real diff), so an author's turn is told as writing only when it did."""
+    rounds, found = rounds_block(state, wrote), raised_block(state, remaining)
     return [*rounds, *([""] if rounds and found else []), *found]
 
 

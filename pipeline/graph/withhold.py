@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.confine import LogWords, normalise
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.review_log import MutationEntry
@@ -25,13 +26,13 @@ MARK = "[…]"
 def log_words(d: DesignDir) -> LogWords | None:
     """The research log's words that the design (and its companion) do not share."""
     try:
-        log = normalise(d.research_log.read_bytes())
+        log = normalise(confinement.read_bytes(d.research_log))
     except OSError:
         return None
     shared = []
     for path in (d.design, d.mechanics):
         try:
-            shared.append(normalise(path.read_bytes()))
+            shared.append(normalise(confinement.read_bytes(path)))
         except OSError:
             continue
     return LogWords.of(log, shared)

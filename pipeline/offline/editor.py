@@ -4,7 +4,7 @@ findings. What needs judgement is left as it was and said so in the summary."""
 
 from __future__ import annotations
 
-from pipeline.formats.contracts import AuthorOutput
+from pipeline.formats.contracts import MAX_DECLINED, AuthorOutput, EditorOutput
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import companion, fixer, instruction, sync
 from pipeline.offline.edit_io import read, write_edits
@@ -12,6 +12,7 @@ from pipeline.offline.observe import Observations, required
 
 
 def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
+    """The edit, and what of the instruction no rule could carry out (declined)."""
     output = required(params.output_path, "output_path")
     flagged = params.flagged_passages or []
     rules = {f.rule for f in flagged}
@@ -22,6 +23,7 @@ def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
     current = read(obs, output)
     text, fixed, left = fixer.apply(current, flagged, obs.instructions)
     notes = []
+    declined: list[str] = []
     if flagged:
         notes.append(f"Applied {fixed} fix(es); {left} flagged passage(s) need judgement.")
     if params.instruction:
@@ -31,5 +33,8 @@ def run(params: SpawnParams, obs: Observations) -> AuthorOutput:
             notes.append("Carried out: " + "; ".join(outcome.applied) + ".")
         if outcome.failed:
             notes.append("Not carried out: " + "; ".join(outcome.failed) + ".")
+            declined = [part[:600] for part in outcome.failed[:MAX_DECLINED]]
     write_edits(obs, output, current, text)
-    return AuthorOutput(summary=" ".join(notes) or "Nothing to change.", output_path=output)
+    return EditorOutput(
+        summary=" ".join(notes) or "Nothing to change.", output_path=output, declined=declined
+    )

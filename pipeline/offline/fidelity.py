@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pipeline.formats.claims import PATH_RE, SOURCE_EXT, looks_like_symbol
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.design_doc import DECISION_RECORDS, DesignDoc
 from pipeline.formats.findings import Finding, Severity
@@ -17,6 +16,7 @@ from pipeline.formats.plan import Entry, parse_plan_file
 from pipeline.formats.prose import ProseView, parse_prose
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.textio import decode
+from pipeline.grounding.mentions import PATH_RE, SOURCE_EXT, looks_like_symbol
 from pipeline.offline import supersede
 from pipeline.offline.logtext import records
 from pipeline.offline.observe import Observations, required

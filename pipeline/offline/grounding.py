@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pipeline.formats.claims import looks_like_symbol
 from pipeline.formats.research_log import Decision
+from pipeline.grounding.mentions import looks_like_symbol
 from pipeline.offline.observe import Observations
 from pipeline.offline.text import code_spans
 

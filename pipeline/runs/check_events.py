@@ -36,8 +36,12 @@ class DualCleanCheck(CheckEvent):
 
     check: Literal["dual-clean"] = "dual-clean"
     clean: bool = False
+    """The per-round pair came back clean (the loop's exit); the round's mechanical findings aside."""
     auditor: int = 0
     second: int = 0
+    mechanical: int | None = None
+    """The round's open mechanical findings (blockers and should-fix); None in runs recorded
+    before they were counted here."""
     inconclusive: list[str] = Field(default_factory=list)
     prefix_share: float = 1.0
     found: Findings = Field(default_factory=list)
@@ -92,6 +96,8 @@ class VerdictCheck(CheckEvent):
     check: Literal["outcome"] = "outcome"
     outcome: RunVerdict
     remaining: int = 0
+    declined: int = 0
+    """Parts of the user's instruction the inline editor declined."""
 
 
 class OtherCheck(CheckEvent):

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
+from pipeline.bounded import Unbounded, load_json
 from pipeline.errors import InputError
 from pipeline.formats.space import FULL, out_of_space
 from pipeline.runs.event_fields import BaseEvent, now
@@ -127,11 +128,11 @@ def numbered_events(run_dir: Path) -> list[tuple[int, Event]]:
         except ValidationError:  # not JSON, not an event, or cut off: the slow path says which
             pass
         try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if number == len(lines):
+            value = load_json(raw, file=path, what="event", hint="", line=number)
+        except Unbounded as exc:
+            if number == len(lines) and exc.problem.startswith("is not JSON"):
                 break  # the file does not end with a newline: a line cut off by a kill
-            raise damaged_line(path, number, f"not a JSON line ({type(exc).__name__})") from None
+            raise damaged_line(path, number, f"the line {exc.problem}") from None
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
             raise damaged_line(path, number, "not an event object with a type")
         try:

@@ -139,6 +139,8 @@ class Finished(BaseEvent):
     rounds: int = 0
     review_log_entry: int | None = None
     findings: Findings = Field(default_factory=list)
+    declined: list[str] = Field(default_factory=list)
+    """The parts of the user's instruction the inline editor declined."""
 
 
 class Wrote(BaseEvent):
@@ -150,7 +152,7 @@ class Wrote(BaseEvent):
 
 class ClaimsLedgered(BaseEvent):
     """The claims ledger of every document the run writes, refreshed by the finish from the
-    bytes on disk and the code (formats.claims_ledger): how many claims each holds, and what
+    bytes on disk and the code (grounding.ledger): how many claims each holds, and what
     the resolution skipped (a code file not UTF-8 or too big)."""
 
     type: Literal["claims"] = "claims"

@@ -39,13 +39,14 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.readable import byproducts, store_dirs, walk
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.roles import workflow_definitions
 from pipeline.formats.approvals import NAME as APPROVALS
-from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS, PHASE1, Kind
+from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
 
 BIG = 4 * 2**20
 CHUNK = 2**20
@@ -67,13 +68,15 @@ def _file_digest(path: Path) -> str:
     """A regular file's SHA-256; a file that is not one, or cannot be read, counts by what it is
     (it is opened without blocking, so a FIFO swapped in is never waited on)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = confinement.open_fd(path)
+    except (IsADirectoryError, confinement.NotRegularFile):
+        return f"special:{stat.S_IFMT(os.stat(path).st_mode)}"
+    except confinement.OutsideRepository:
+        return "outside-the-repository"
     except OSError as exc:
         return f"unreadable:{exc.errno}"
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return f"special:{stat.S_IFMT(info.st_mode)}"
         if info.st_size > BIG:
             return f"size:{info.st_size}"
         h = hashlib.sha256()
@@ -207,7 +210,7 @@ def file_digests(design: DesignDir, paths: Iterable[Path]) -> dict[str, str | No
     out: dict[str, str | None] = {}
     for path in paths:
         try:
-            out[design.rel(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[design.rel(path)] = hashlib.sha256(confinement.read_bytes(path)).hexdigest()
         except FileNotFoundError:
             out[design.rel(path)] = None
     return out

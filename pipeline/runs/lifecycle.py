@@ -22,6 +22,8 @@ from pipeline.formats.approvals import NAME, Approval, append_approvals, parse_a
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.formats.research_log import load_research_log
+from pipeline.formats.review_chain import tampered
+from pipeline.formats.review_log import parse_entries
 from pipeline.formats.revisions import FILES, REQUESTERS, Revision, basename
 from pipeline.formats.textio import check_write_target
 from pipeline.runs.lifecycle_read import Directory, open_findings, revision_stores, stage_files
@@ -41,6 +43,7 @@ REJECTED = "revision-rejected"
 ALREADY = "already-accepted"
 NOT_CANDIDATE = "not-a-candidate"
 FROZEN = "design-frozen"
+TAMPERED = "review-log-tampered"
 PASS = "PASS"
 
 
@@ -111,6 +114,15 @@ def check_approvable(d: Directory, file: str) -> Revision:
     neither rejected nor accepted already."""
     rev = check_current(d, file)
     design = d.design
+    if found := tampered(design.mutations, design.repo_root):
+        raise _refuse(
+            TAMPERED,
+            "the review log is not as designloop wrote it, so no revision it names can be trusted: "
+            + "; ".join(found[:3]),
+            design,
+            "restore design-mutations.md from version control (git checkout -- FILE); a document "
+            "edited by hand goes through designloop edit, or a new run",
+        )
     if rev.outcome != PASS:
         found = open_findings(design, rev)
         listed = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
@@ -260,6 +272,8 @@ def approve_run(
     order (docs/lifecycle.md); the first that fails refuses the whole approval."""
     d = Directory.read(design, stores)
     mine = [r for r in d.revisions if r.run_id == run_id]
+    if not mine and _left_the_accepted(d, run_id):
+        return Done("approve", design.rel(design.root), [])  # its bytes are the accepted revision
     if not mine:
         raise _refuse(
             NO_REVISION,
@@ -290,6 +304,15 @@ def approve_run(
             raise _refuse(ACTIVE, exc.message, design, "approve it with designloop approve DIR") from None
     append_approvals(design.root / NAME, done.records)
     return done
+
+
+def _left_the_accepted(d: Directory, run_id: str) -> bool:
+    """Whether run ``run_id`` finished (its review-log entry is there) leaving each stage document
+    as its accepted revision: bytes equal to an accepted revision record no new one."""
+    if not any(e.run_id == run_id for e in parse_entries(d.design.mutations)):
+        return False
+    accepted_now = [d.accepted(file) for file in stage_files(d.design)]
+    return all(a is not None and d.on_disk(a.file) == a.sha256 for a in accepted_now)
 
 
 def check_approvals(design: DesignDir) -> None:

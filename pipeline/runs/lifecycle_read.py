@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pipeline import confinement
 from pipeline.errors import InputError
 from pipeline.formats.approvals import NAME, Approval, accepted, parse_approvals, state_of
 from pipeline.formats.design_dir import DesignDir
@@ -137,7 +138,7 @@ def find_bytes(design: DesignDir, stores: Sequence[RevisionStore], file: str, wh
             return data
     path = design.root / FILES[file]
     if d.on_disk(file) == sha:
-        return path.read_bytes()
+        return confinement.read_bytes(path)
     raise InputError(
         f"the bytes of {basename(file)} r{number} (sha256 {sha[:12]}…) are not in this run store, and the "
         "file on disk has moved on",

@@ -26,15 +26,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.agents.drift import ClaimState, Drift
 from pipeline.agents.roles import workflow_definitions, workflow_overrides
 from pipeline.errors import InputError
 from pipeline.formats.approvals import Approval, state_of
-from pipeline.formats.claims_ledger import ledger_path, load_ledger
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.research_log import Gate, load_research_log
+from pipeline.formats.review_chain import tampered
 from pipeline.formats.revisions import FILES, INPUT_NAMES, Revision, basename
 from pipeline.formats.stamp import WorkflowSha
+from pipeline.grounding.drift import ClaimState, Drift
+from pipeline.grounding.ledger import ledger_path, load_ledger
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lifecycle import PASS
 from pipeline.runs.lifecycle_read import Directory, open_findings, stage, stage_files
@@ -54,7 +55,7 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class ClaimsCheck:
-    """A document's claims ledger checked against the code now (agents.drift)."""
+    """A document's claims ledger checked against the code now (grounding.drift)."""
 
     ledger: str
     """The ledger, relative to the repository root."""
@@ -287,6 +288,10 @@ def directory_status(
     )
     if gate_gap is not None:
         status.gaps.append(gate_gap)
+    if found := tampered(design.mutations, design.repo_root):
+        status.gaps.append(
+            Gap("review-log-tampered", "the review log is not as designloop wrote it", tuple(found))
+        )
     if holder is not None:
         status.gaps.append(Gap("run-active", f"{holder.describe()} is working on this design directory"))
     return status

@@ -6,12 +6,12 @@ refused with a clear message rather than resumed into a state it cannot read.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline.bounded import Unbounded, load_json
 from pipeline.errors import InputError
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.kinds import Kind
@@ -38,6 +38,9 @@ class RunOptions(BaseModel):
     """The least severe finding that makes a finished run exit 1 (SHOULD-FIX REMAINS exits 0 otherwise)."""
     max_requests: int | None = None
     """``--max-requests``: the per-spawn request limit (None: ``[run] spawn_requests``)."""
+
+
+StartedBy = Literal["cli", "batch", "worker", "studio"]
 
 
 class RunRecord(BaseModel):
@@ -71,6 +74,9 @@ class RunRecord(BaseModel):
     kept: dict[str, str] = {}
     """Each document the run was about to overwrite, and where its bytes are kept (both
     relative to the repository root)."""
+    started_by: StartedBy = "cli"
+    """Who started the run: a person's command (``cli``), a ``batch``, a queue ``worker``
+    (``enqueue`` hands runs to workers), LangGraph ``studio``."""
 
 
 def portable(path: Path, repo_root: Path) -> str:
@@ -138,17 +144,16 @@ def read_record(run_dir: Path) -> RunRecord:
     path = run_dir / RECORD
     if not path.is_file():
         raise InputError("no such run", file=run_dir, hint="designloop runs lists the runs")
+    hint = "the run cannot be resumed; start a new run on the same directory"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = load_json(path.read_bytes(), file=path, what="run record", hint=hint)
     except OSError as exc:
         raise InputError(
             f"the run record could not be read: {exc.strerror}", file=path, hint="fix its permissions"
         ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except Unbounded as exc:
         raise InputError(
-            f"the run record is damaged: {exc}",
-            file=path,
-            hint="the run cannot be resumed; start a new run on the same directory",
+            f"the run record is damaged: it {exc.problem}", file=path, line=exc.line, hint=hint
         ) from None
     if not isinstance(raw, dict):
         raise InputError(

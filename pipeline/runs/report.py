@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline.bounded import load_json
+from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
 from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
 from pipeline.runs.event_log import read_events
@@ -129,8 +131,9 @@ def load_report(run_dir: Path) -> RunReport:
     record_path = run_dir / "run.json"
     if record_path.is_file():
         try:
-            head = RecordHead.model_validate_json(record_path.read_bytes())
-        except ValidationError:
+            data = load_json(record_path.read_bytes(), file=record_path, what="run record", hint="")
+            head = RecordHead.model_validate(data)
+        except (ValidationError, InputError):
             head = RecordHead()
         report.kind, report.directory = head.kind, head.directory
     for event in read_events(run_dir):
@@ -156,6 +159,8 @@ def load_report(run_dir: Path) -> RunReport:
                 report.settled[event.round] = list(event.sections)
             case Finished():
                 report.outcome = event.outcome
+                if event.declined:
+                    report.outcome += f" (declined: {'; '.join(event.declined)})"
                 report.remaining = list(event.findings)
             case RevisionRecorded():
                 report.revisions = dict(event.files)

@@ -15,13 +15,13 @@ import hashlib
 import json
 import os
 import sqlite3
-import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from pipeline import confinement
 from pipeline.formats.database import check_database, sqlite_failure
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import PHASE1, PHASE4
@@ -198,14 +198,16 @@ def digest(path: Path) -> str | None:
     or a device in its place is never waited on) is ``not-a-file``, a file that cannot be read
     ``unreadable:<errno>``: no revision is either."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = confinement.open_fd(path)
     except FileNotFoundError:
         return None
+    except (IsADirectoryError, confinement.NotRegularFile):
+        return "not-a-file"
+    except confinement.OutsideRepository:  # a link out of the repository is no revision
+        return "outside-the-repository"
     except OSError as exc:  # a permission taken away: no revision matches it either
         return f"unreadable:{exc.errno}"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not-a-file"
         h = hashlib.sha256()
         while chunk := os.read(fd, 2**20):
             h.update(chunk)

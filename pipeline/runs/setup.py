@@ -23,21 +23,24 @@ from pipeline.formats.edit_request import Choice, EditRequest
 from pipeline.formats.kinds import CREATION_KINDS, MECHANICS_EDIT, PHASE1, PHASE4, CreationKind, Kind
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.space import space_error
-from pipeline.formats.staleness import StaleQuestion, detect, resolve
 from pipeline.formats.stamp import stamp_line
+from pipeline.formats.sync_reconcile import StaleQuestion, detect, resolve
 from pipeline.runs.event_log import EventLog
-from pipeline.runs.events import RunStarted
+from pipeline.runs.events import RunStarted, Stopped
+from pipeline.runs.overwrite import Overwrite, since_started
 from pipeline.runs.preflight import check_design_dir, check_run_space, check_runs_dir
 from pipeline.runs.records import (
     FailOn,
     RunOptions,
     RunRecord,
+    StartedBy,
     locate,
     portable,
     read_record,
     write_record,
 )
 from pipeline.runs.snapshot import take_snapshot
+from pipeline.runs.store import RunStore, emit
 from pipeline.settings import make_runs_dir
 
 PLACEHOLDER_STAMP = stamp_line("0" * 40)
@@ -95,6 +98,7 @@ class RunPlan:
     """The fingerprint of the inputs but the code (a batch takes it too)."""
     overwrite: list[str] = field(default_factory=list)
     """Why the run overwrites later work (it was started with --force anyway)."""
+    started_by: StartedBy = "cli"
 
 
 def _session(design: DesignDir, kind: Kind, options: SessionOptions, sessions: Sessions | None) -> Session:
@@ -124,7 +128,7 @@ def plan_run(
 
 
 def settle(req: EditRequest, d: DesignDir, choose: Chooser | None) -> EditRequest:
-    """Ask the staleness question when the edit's quote is stale (formats.staleness)."""
+    """Ask the staleness question when the edit's quote is stale (formats.sync_reconcile)."""
     question = detect(req, d, read_live)
     if question is None:
         return req
@@ -187,6 +191,7 @@ def start_run(plan: RunPlan) -> OpenRun:
         inputs=plan.inputs,
         design_inputs=plan.design_inputs,
         overwrote=list(plan.overwrite),
+        started_by=plan.started_by,
     )
     run_dir = session.runs_dir / plan.run_id
 
@@ -274,3 +279,37 @@ def load_run(
     if max_requests is not None:  # kept, so a later resume goes on with the raised limit
         write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)
+
+
+def refuse_later(run: OpenRun, store: RunStore, command: str) -> None:
+    """Before a resumed run goes on: refuse (runs.overwrite.LaterWork, naming the newer runs and
+    edits) when work was recorded after it started that it would overwrite. Every way a run
+    continues checks this: ``resume``, a batch, a worker taking a run over. ``command`` is what
+    goes on anyway (``--force``: :func:`anew_over`)."""
+    later = since_started(run.design, run.record, store)
+    if later:
+        raise later.refusal("resume", run.design.root, command)
+
+
+def anew_over(run: OpenRun, store: RunStore, later: Overwrite) -> OpenRun:
+    """``--force`` where later work stands in the way of a run: the run cannot go on over bytes
+    it did not write (its reviews read others), so a new run of its kind (an edit: its change)
+    starts over the later work, keeping those documents under its directory as ``create
+    --force`` does; the old run is stopped, naming the new one. What its roles already asked is
+    answered from the request cache."""
+    record = run.record
+    options = resume_options(record, run.run_dir, None, None)
+    if record.kind in CREATION_KINDS:
+        kind: CreationKind = record.kind  # type: ignore[assignment]
+        plan = plan_run(
+            kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
+        )
+    elif record.edit is not None:
+        plan = plan_edit(record.edit.model_copy(), run.design.root, options)
+    else:
+        raise later.refusal("resume", run.design.root)
+    plan.overwrite, plan.started_by = list(later.reasons), record.started_by
+    new = start_run(plan)
+    store.register(new.run_dir)
+    emit(store, run.run_dir, Stopped(message=f"started anew over later work as run {new.run_id}"))
+    return new

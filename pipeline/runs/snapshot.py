@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_ops import plan_files
 from pipeline.formats.edit_plan import Reader, read_live
@@ -43,7 +44,7 @@ def take_snapshot(design: DesignDir, run_dir: Path, kind: Kind) -> dict[Path, Pa
     for path in snapshot_files(design, kind):
         if path.is_file():
             copy = copy_of(design, run_dir, path)
-            atomic_write_bytes(copy, path.read_bytes())
+            atomic_write_bytes(copy, confinement.read_bytes(path, design.repo_root))
             kept[path] = copy
     return kept
 

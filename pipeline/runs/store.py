@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pipeline.bounded import load_json
 from pipeline.errors import InputError
 from pipeline.formats.textio import atomic_write
 from pipeline.runs.address import require_postgres, store_url
@@ -223,12 +224,12 @@ def check_existing_runs_dir(runs_dir: Path) -> None:
 
 def load_batch_file(path: Path) -> BatchRecord:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_bytes(), file=path, what="batch record", hint="run the batch again")
     except FileNotFoundError:
         raise InputError(
             "no such batch", file=path, hint="the batch ids are the names under runs/batches/"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise InputError(
             f"the batch record cannot be read: {exc}", file=path, hint="run the batch again"
         ) from None

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.inputs import RoundInputs, params_for
 from pipeline.agents.runtime import RoleResult
 from pipeline.agents.usage import RoleUsage
@@ -42,7 +43,7 @@ def fingerprint(*paths: Path) -> str | None:
     digest = hashlib.sha256()
     for index, path in enumerate(paths):
         try:
-            digest.update(b"\x00file\x00" + path.read_bytes())
+            digest.update(b"\x00file\x00" + confinement.read_bytes(path))
         except OSError:
             if index == 0:
                 return None

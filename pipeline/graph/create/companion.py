@@ -3,9 +3,10 @@ stamping the one phase 1 seeds. Phase-4 copies are never stamped."""
 
 from __future__ import annotations
 
-import tomllib
 from typing import Literal
 
+from pipeline import confinement
+from pipeline.errors import InputError
 from pipeline.formats.design_dir import DIR_PARAMS, DesignDir
 from pipeline.formats.kinds import PHASE1, CreationKind
 from pipeline.formats.stamp import has_stamp, prepend_stamp, stamp_of
@@ -13,6 +14,7 @@ from pipeline.formats.sync_delta import baseline_path
 from pipeline.formats.textio import atomic_write_bytes, read_text
 from pipeline.graph.deps import RunDeps
 from pipeline.runs.events import Stamped
+from pipeline.settings import load_toml
 
 COMPANION_KEY = "mechanics_companion"
 
@@ -23,8 +25,8 @@ def _requested(d: DesignDir) -> bool:
     if not path.is_file():
         return False
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get(COMPANION_KEY) is True
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return load_toml(path).get(COMPANION_KEY) is True
+    except InputError:
         return False
 
 
@@ -50,5 +52,5 @@ def stamp_companion(deps: RunDeps) -> bool:
     kept = stamp_of(before) if before is not None else None  # an existing stamp stays
     wrote = prepend_stamp(d.mechanics, deps.workflow_sha, kept)
     deps.events.emit(Stamped(path=deps.rel(d.mechanics), wrote=wrote))
-    atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
+    atomic_write_bytes(baseline_path(d.workflow), confinement.read_bytes(d.mechanics))
     return has_stamp(d.mechanics)

@@ -7,7 +7,6 @@ lines say SKIPPED or INCONCLUSIVE where a review did not happen, never PASS.
 
 from __future__ import annotations
 
-from pipeline.agents.psi import build_index
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.design_doc import DesignDoc, load_design, parse_design
 from pipeline.formats.findings import blocking
@@ -17,6 +16,7 @@ from pipeline.formats.research_log import load_research_log
 from pipeline.formats.textio import TextFile, decode
 from pipeline.graph.create.state import RunState
 from pipeline.graph.deps import RunDeps
+from pipeline.grounding.psi import build_index
 
 MAX_SUGGESTIONS = 10
 

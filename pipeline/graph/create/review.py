@@ -16,7 +16,6 @@ from pipeline.agents.spawn import prefix_share
 from pipeline.checks.engine import CheckRequest, run_checks
 from pipeline.errors import WiringError
 from pipeline.formats.anchor import anchor_in_file
-from pipeline.formats.claims_ledger import ClaimRef
 from pipeline.formats.design_doc import load_design
 from pipeline.formats.findings import MECHANICAL, Finding, blocking, merge
 from pipeline.formats.kinds import PHASE1
@@ -187,7 +186,7 @@ def _second_params(deps: RunDeps, task: CheckTask) -> SpawnParams:
     if role == "fidelity-check" and deps.runtime.model_specs.get(role, OFFLINE) != OFFLINE:
         # A model reads the exact code each sentence rests on: the draft's claims and spans.
         ledger = deps.grounding.resolve(inputs.draft).ledger
-        inputs = replace(inputs, claims=[ClaimRef.of(e) for e in ledger.claims])
+        inputs = replace(inputs, claims=[e.ref() for e in ledger.claims])
     return params_for(role, inputs)
 
 
@@ -260,6 +259,7 @@ def step6_evaluate(state: RunState, runtime: RunContext) -> Update:
             clean=dual_clean,
             auditor=len(blocking(kept)),
             second=len(blocking(second)),
+            mechanical=len(blocking(state.mechanical)),
             inconclusive=merged.inconclusive,
             prefix_share=round(share, 4),
             found=kept + second,

@@ -4,10 +4,13 @@ interactive kinds, and the inline-editor spawn they and Step 6 share."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import confinement
 from pipeline.agents.inputs import EditScope, RoundInputs, params_for
 from pipeline.agents.usage import RoleUsage
+from pipeline.formats.contracts import EditorOutput
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_ops import INSTRUCTION, PlannedEdit, plan_edit, plan_files
 from pipeline.formats.edit_plan import EditPlan, read_live
@@ -40,7 +43,7 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
     before = deps.before(path)
     if before is None or not path.is_file() or not STAMP_RE.match(first_line(before)):
         return None
-    now = path.read_bytes()
+    now = confinement.read_bytes(path)
     head = before.split(b"\n", 1)[0] + b"\n"
     if now.startswith(head):
         return None
@@ -48,15 +51,34 @@ def guard_line1(deps: RunDeps, path: Path) -> str | None:
     return f"the inline editor changed line 1 of {path.name}; the stamp line was put back"
 
 
+@dataclass(frozen=True, slots=True)
+class EditorRun:
+    """One inline-editor spawn, as the run records it."""
+
+    summary: str
+    usage: RoleUsage
+    error: str | None
+    line1: str | None
+    """A note when the stamp line had to be put back."""
+    declined: list[str]
+    """The parts of the instruction the editor said it did not carry out."""
+
+    def notes(self) -> list[str]:
+        return [n for n in (self.line1, f"inline-editor: {self.error}" if self.error else None) if n]
+
+
 async def spawn_editor(
     state: EditState, deps: RunDeps, path: Path, flagged: list[Finding], changed: str | None, target: Target
-) -> tuple[str, RoleUsage, str | None, str | None]:
-    """One inline-editor spawn on ``path``: (its summary, usage, error, a line-1 note). Its
-    params and the line-1 guard read and write files: in a thread, off the event loop."""
+) -> EditorRun:
+    """One inline-editor spawn on ``path``. Its params and the line-1 guard read and write
+    files: in a thread, off the event loop."""
     params = await asyncio.to_thread(_editor_params, state, deps, path, flagged, changed, target)
     result, usage = await deps.spawn(params)
-    summary = str(getattr(result.output, "summary", "")) if result.output else ""
-    return summary, usage, result.error, await asyncio.to_thread(guard_line1, deps, path)
+    output = result.output
+    summary = str(getattr(output, "summary", "")) if output else ""
+    declined = list(output.declined) if isinstance(output, EditorOutput) else []
+    line1 = await asyncio.to_thread(guard_line1, deps, path)
+    return EditorRun(summary, usage, result.error, line1, declined)
 
 
 def _editor_params(
@@ -102,17 +124,17 @@ async def step1_apply(state: EditState, runtime: RunContext) -> EditUpdate:
         return {}
     planned = await asyncio.to_thread(_apply_planned, state, deps)
     update: EditUpdate = {"notes": [], "usage": []}
-    editor = None
+    run = None
     if planned.passages and planned.editor_file is not None:
         target: Target = "both" if state.kind == LENGTH_TRIGGER else "design"
         if planned.editor_file == deps.design.mechanics:
             target = "mechanics"
-        editor, usage, error, note = await spawn_editor(
+        run = await spawn_editor(
             state, deps, planned.editor_file, planned.passages, planned.changed_section, target
         )
-        update["usage"] = [usage]
-        update["notes"] = [n for n in (note, f"inline-editor: {error}" if error else None) if n]
-    update["applied"] = await asyncio.to_thread(_applied, state, deps, planned, editor)
+        update["usage"] = [run.usage]
+        update["notes"] = run.notes()
+    update["applied"] = await asyncio.to_thread(_applied, state, deps, planned, run)
     return update
 
 
@@ -126,8 +148,9 @@ def _apply_planned(state: EditState, deps: RunDeps) -> PlannedEdit:
     return planned
 
 
-def _applied(state: EditState, deps: RunDeps, planned: PlannedEdit, editor: str | None) -> Applied:
-    """What the edit changed, as the files show it (and the record of what the run wrote)."""
+def _applied(state: EditState, deps: RunDeps, planned: PlannedEdit, run: EditorRun | None) -> Applied:
+    """What the edit changed, as the files show it (and the record of what the run wrote); the
+    parts of an instruction the editor declined."""
     d = deps.design
     files, created = changed_files(deps, state.kind)
     missed = _missed(deps, planned.passages, planned.editor_file) if files else None
@@ -139,7 +162,8 @@ def _applied(state: EditState, deps: RunDeps, planned: PlannedEdit, editor: str 
         created=created,
         changed_section=planned.changed_section,
         summary=planned.summary,
-        editor=editor,
+        editor=run.summary if run else None,
+        declined=run.declined if run and any(p.rule == INSTRUCTION for p in planned.passages) else [],
         missed=missed,
         touched_mechanics=planned.touched_mechanics or deps.rel(d.mechanics) in files,
         references=planned.references,
@@ -226,12 +250,10 @@ async def step1_5_distill(state: EditState, runtime: RunContext) -> EditUpdate:
     editor = None
     passages = sync.passages
     if passages:
-        design = deps.design.design
-        editor, usage, error, note = await spawn_editor(state, deps, design, passages, None, "design")
-        update["usage"] = [usage]
-        update["notes"] = update["notes"] + [
-            n for n in (note, f"inline-editor: {error}" if error else None) if n
-        ]
+        run = await spawn_editor(state, deps, deps.design.design, passages, None, "design")
+        editor = run.summary
+        update["usage"] = [run.usage]
+        update["notes"] = update["notes"] + run.notes()
     summary = (
         f"Re-distilled design.md from the companion's changes since "
         f"{f'Mutation {since}' if since is not None else 'its creation'}: {'; '.join(sync.changes)}."

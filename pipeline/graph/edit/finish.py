@@ -3,6 +3,7 @@ sync suggestion (Step 8) and the presentation (Step 9). Stamps are never touched
 
 from __future__ import annotations
 
+from pipeline import confinement
 from pipeline.formats.findings import Finding, blocking
 from pipeline.formats.kinds import DESIGN_SYNC, LENGTH_TRIGGER, MECHANICS_EDIT
 from pipeline.formats.review_log import parse_entries, working_mode_count
@@ -53,7 +54,10 @@ def step6_outcome(state: EditState, runtime: RunContext) -> BaseUpdate:
     """As for the creation kinds (graph.finish.ladder): BLOCKER REMAINS, INCONCLUSIVE (a required
     cold read never returned a valid review), SHOULD-FIX REMAINS, or PASS."""
     left = remaining(state)
-    standing = finish.Standing(remaining=left, unreviewed=any(f.rule == "inconclusive" for f in left))
+    declined = state.applied.declined if state.applied else []
+    standing = finish.Standing(
+        remaining=left, unreviewed=any(f.rule == "inconclusive" for f in left), declined=declined
+    )
     return finish.decide(state, runtime.context, standing)
 
 
@@ -139,7 +143,7 @@ def step7_review_log(state: EditState, runtime: RunContext) -> BaseUpdate:
     )
     update = finish.log_entry(state, deps, parts, diffs)
     if state.kind in (DESIGN_SYNC, LENGTH_TRIGGER) and d.mechanics.is_file():
-        atomic_write_bytes(baseline_path(d.workflow), d.mechanics.read_bytes())
+        atomic_write_bytes(baseline_path(d.workflow), confinement.read_bytes(d.mechanics))
     return update
 
 

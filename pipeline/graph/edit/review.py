@@ -225,10 +225,10 @@ async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
     usages = []
     for path, mine, target in jobs:
         changed = state.scope.changed_section if state.scope else None
-        summary, usage, error, note = await spawn_editor(state, deps, path, mine, changed, target)
-        usages.append(usage)
-        summaries.append(f"{path.name}: {summary}" if summary else f"{path.name}: {error}")
-        notes += [n for n in (note,) if n]
+        run = await spawn_editor(state, deps, path, mine, changed, target)
+        usages.append(run.usage)
+        summaries.append(f"{path.name}: {run.summary}" if run.summary else f"{path.name}: {run.error}")
+        notes += [n for n in (run.line1,) if n]
     editable = {deps.rel(path) for path in before}
     left = [f for f in rest if f.file is not None and f.file not in editable]
     if left:

@@ -31,6 +31,8 @@ class Applied(Record):
     summary: str
     editor: str | None = None
     """The inline editor's own summary, when it ran (its words, shown as its note)."""
+    declined: list[str] = Field(default_factory=list)
+    """The parts of the user's instruction the inline editor declined (its own list)."""
     missed: str | None = None
     """Why the edit counts as not applied although files changed: an instruction that left
     the section it names as it was."""

@@ -1,5 +1,5 @@
 """The code as claims ask it: each code file read once, the code index answered from tables,
-and whether a span's text holds a value a sentence quotes (agents.claims, agents.drift).
+and whether a span's text holds a value a sentence quotes (grounding.claims, grounding.drift).
 
 Code the claims never resolve to: designloop's documents (every ``_workflow/``,
 ``design-final.md``, ``design-mechanics-final.md`` and their ledgers), documents by extension
@@ -12,12 +12,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents.psi import CodeIndex, Symbol
-from pipeline.agents.psi_text import bare_name, text_definitions, text_references
 from pipeline.agents.readable import store_dirs
-from pipeline.agents.spans import CodeFile, read_code
-from pipeline.formats.claims import LiteralValue, claim_rules
-from pipeline.formats.claims_ledger import DESIGN_DOCS, LEDGER_NAMES
+from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
+from pipeline.grounding.mentions import LiteralValue, claim_rules
+from pipeline.grounding.psi import CodeIndex, Symbol
+from pipeline.grounding.psi_text import bare_name, text_definitions, text_references
+from pipeline.grounding.spans import CodeFile, read_code
 
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])(\d[\d_]*)(\.\d+)?(?![\w])")
 NUMBER_VALUE_RE = re.compile(r"^-?\d+(?:\.\d+)?$")

@@ -1,13 +1,13 @@
 """Grounded claims: each code mention of a design file resolved through PSI to a code span.
 
-``Grounding`` resolves a design file's mentions (formats.claims) against the code root with
+``Grounding`` resolves a design file's mentions (grounding.mentions) against the code root with
 PSI's index: a symbol to its definition, a path to the file or directory, a location to the
-cited lines. What resolves becomes a ledger entry (formats.claims_ledger) with the span's
-fingerprint (agents.spans); what does not is a finding when the mention is shaped so that
+cited lines. What resolves becomes a ledger entry (grounding.ledger) with the span's
+fingerprint (grounding.spans); what does not is a finding when the mention is shaped so that
 only code looks like it (``clm-unresolved``), and a value a sentence quotes that none of the
 spans it cites holds is one too (``clm-literal``). No model takes part: the ledger never
 depends on what a model chose to report. What the claims resolve to, and what they never
-resolve to, is agents.code_lookup.
+resolve to, is grounding.lookup.
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.agents.code_lookup import CodeFiles, Lookup, claims_private, holds
-from pipeline.agents.psi import CodeIndex, Symbol, build_index
-from pipeline.agents.spans import (
+from pipeline.formats.design_doc import parse_design
+from pipeline.formats.findings import MECHANICAL, Finding, Severity
+from pipeline.formats.textio import read_text
+from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path
+from pipeline.grounding.lookup import CodeFiles, Lookup, claims_private, holds
+from pipeline.grounding.mentions import LOCATION_RE, LiteralValue, Mention, claim_rules, extract_claims
+from pipeline.grounding.psi import CodeIndex, Symbol, build_index
+from pipeline.grounding.spans import (
     Span,
     file_fingerprint,
     lines_fingerprint,
     span_fingerprint,
     symbol_spans,
 )
-from pipeline.formats.claims import LOCATION_RE, LiteralValue, Mention, claim_rules, extract_claims
-from pipeline.formats.claims_ledger import ClaimEntry, Ledger, ledger_path
-from pipeline.formats.design_doc import parse_design
-from pipeline.formats.findings import MECHANICAL, Finding, Severity
-from pipeline.formats.textio import read_text
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -349,7 +349,7 @@ class Grounding:
 
     def refresh(self, design_file: Path) -> tuple[Resolution, bool]:
         """Write ``design_file``'s ledger afresh; True when its bytes changed."""
-        from pipeline.formats.claims_ledger import write_ledger
+        from pipeline.grounding.ledger import write_ledger
 
         resolution = self.resolve(design_file)
         return resolution, write_ledger(ledger_path(design_file), resolution.ledger)

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from tree_sitter import Node, Tree
 
-from pipeline.agents.psi import CodeIndex, LanguageSpec, Symbol, index_file, language_of, parser_for
-from pipeline.agents.psi_text import bare_name, text_definitions
-from pipeline.formats.claims import claim_rules
+from pipeline import confinement
+from pipeline.grounding.mentions import claim_rules
+from pipeline.grounding.psi import CodeIndex, LanguageSpec, Symbol, index_file, language_of, parser_for
+from pipeline.grounding.psi_text import bare_name, text_definitions
 
 MAX_TEXT_SPAN = 400
 """A text definition (a file no grammar reads) runs at most this many lines."""
@@ -62,7 +63,10 @@ class CodeFile:
 
 
 def read_code(repo_root: Path, rel: str) -> CodeFile | str:
-    """The file at ``rel`` (repository-relative), or why it is skipped (a note)."""
+    """The file at ``rel`` (repository-relative), or why it is skipped (a note). A path that is
+    absolute, climbs out with ``..`` or resolves outside the repository is refused
+    (:class:`~pipeline.confinement.OutsideRepository`): it is never read, whatever names it."""
+    confinement.recorded(repo_root, rel, what="code file")
     path = repo_root / rel
     try:
         info = os.stat(path)
@@ -74,7 +78,9 @@ def read_code(repo_root: Path, rel: str) -> CodeFile | str:
     if info.st_size > limit:
         return f"skipped: {info.st_size} bytes, more than {limit}"
     try:
-        data = path.read_bytes()
+        data = confinement.read_bytes(path, repo_root, limit=limit)
+    except confinement.TooLarge as exc:
+        return f"skipped: {exc.size} bytes, more than {limit}"
     except OSError as exc:
         return f"skipped: unreadable ({exc.strerror})"
     try:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from pipeline import confinement
+from pipeline.bounded import Unbounded, load_json
 from pipeline.errors import InputError
-from pipeline.formats.claims import MentionKind
+from pipeline.formats.spawn_params import ClaimRef
 from pipeline.formats.textio import atomic_write, read_text
+from pipeline.grounding.mentions import MentionKind
 
 LEDGER_FORMAT = 1
 SUFFIX = ".claims.json"
@@ -29,6 +32,17 @@ LEDGER_NAMES = frozenset(Path(n).stem + SUFFIX for n in (*DESIGN_FILES, *FINAL_F
 DESIGN_DOCS = frozenset({"_workflow", *FINAL_FILES})
 """The documents designloop writes in every design directory (never anyone's code)."""
 Method = Literal["tree-sitter", "text", "path"]
+
+
+def _recorded(name: str) -> str:
+    problem = confinement.recorded_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+RecordedPath = Annotated[str, Field(min_length=1), AfterValidator(_recorded)]
+"""A path relative to the repository root that does not climb out of it (pipeline.confinement)."""
 
 
 class ClaimEntry(BaseModel):
@@ -45,7 +59,7 @@ class ClaimEntry(BaseModel):
     kind: MentionKind
     symbol: str | None = None
     """The qualified symbol it resolved to (a location claim: the name found on the cited lines)."""
-    file: str = Field(min_length=1)
+    file: RecordedPath
     """The code file (or directory, for a path claim), relative to the repository root."""
     first: int = Field(ge=0)
     last: int = Field(ge=0)
@@ -56,24 +70,9 @@ class ClaimEntry(BaseModel):
     literals: list[str] = []
     """The values its sentence quotes that the span holds (numbers normalised)."""
 
-
-class ClaimRef(BaseModel):
-    """A claim as a reviewer is handed it: the draft's line and sentence, and the code span
-    (``file``, lines ``first`` to ``last``) the sentence rests on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    line: int
-    quote: str
-    mention: str
-    symbol: str | None = None
-    file: str
-    first: int
-    last: int
-
-    @classmethod
-    def of(cls, entry: ClaimEntry) -> ClaimRef:
-        return cls.model_validate(entry.model_dump(include=set(cls.model_fields)))
+    def ref(self) -> ClaimRef:
+        """The claim as a reviewer is handed it (formats.spawn_params)."""
+        return ClaimRef.model_validate(self.model_dump(include=set(ClaimRef.model_fields)))
 
 
 class Ledger(BaseModel):
@@ -82,7 +81,7 @@ class Ledger(BaseModel):
     format: int = LEDGER_FORMAT
     design: str = Field(min_length=1)
     """The design file's name (the ledger sits beside it)."""
-    code_root: str
+    code_root: RecordedPath
     """The code root the claims resolved under, relative to the repository root."""
     claims: list[ClaimEntry] = []
 
@@ -105,31 +104,52 @@ def _damaged(path: Path, what: str, line: int | None = None) -> InputError:
     )
 
 
-def load_ledger(path: Path) -> Ledger:
-    """Read a ledger, or raise an InputError naming the file (and the line) when it does not parse."""
-    text = read_text(path, what="claims ledger").text
+def load_ledger(path: Path, root: Path | None = None) -> Ledger:
+    """Read a ledger, or raise an InputError naming the file (and the line) when it does not
+    parse. Every path it records is confined to ``root`` (by default the repository the ledger
+    lies in): one that is absolute, climbs out with ``..`` or resolves (through any link)
+    outside makes the ledger damaged, and nothing it names is read."""
+    raw = read_text(path, what="claims ledger")
+    hint = _damaged(path, "").hint or ""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _damaged(path, f"not JSON ({exc.msg})", exc.lineno) from None
+        data = load_json(raw.text, file=path, what="claims ledger", hint=hint)
+    except Unbounded as exc:
+        raise _damaged(path, exc.problem.removeprefix("is "), exc.line) from None
     try:
         ledger = Ledger.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the top level"
-        raise _damaged(path, f"{where}: {first['msg']}") from None
+        message = str(first.get("ctx", {}).get("error", first["msg"]))
+        raise _damaged(path, f"{where}: {message}", _line_of(raw.text, first.get("input"))) from None
     if ledger.format != LEDGER_FORMAT:
         raise _damaged(path, f"format {ledger.format}; this designloop reads format {LEDGER_FORMAT}")
+    base = root if root is not None else confinement.repository_of(path)
+    if base is not None:
+        named = [(ledger.code_root, "code_root"), *((c.file, "a claim's file") for c in ledger.claims)]
+        for name, what in named:
+            try:
+                confinement.recorded(base, name, what=what)
+            except confinement.OutsideRepository as exc:
+                raise _damaged(path, exc.message, _line_of(raw.text, name)) from None
     return ledger
+
+
+def _line_of(text: str, value: object) -> int | None:
+    """The line of the first place ``text`` holds the JSON string ``value`` (None: not a string)."""
+    if not isinstance(value, str):
+        return None
+    at = text.find(json.dumps(value, ensure_ascii=False))
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
 
 
 def write_ledger(path: Path, ledger: Ledger) -> bool:
     """Write the ledger when its bytes change; True when it was written."""
     text = ledger.text()
     try:
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
+        if path.is_file() and confinement.read_bytes(path) == text.encode("utf-8"):
             return False
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         pass
     atomic_write(path, text)
     return True

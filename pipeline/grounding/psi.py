@@ -6,7 +6,7 @@ The languages, their file extensions and the nodes that define symbols are data
 Definitions are qualified by their enclosing scopes (``Bucket.take``); references are
 identifier uses outside a definition's own name, and string literals that hold one name
 (``"db_admin"``: a value the code uses, found as text). Any other text file under the code root is
-read as text (pipeline.agents.psi_text): its definitions are found by the shapes most
+read as text (pipeline.grounding.psi_text): its definitions are found by the shapes most
 languages share, its references as whole words, and both are marked as text matches.
 """
 
@@ -23,8 +23,10 @@ from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
-from pipeline.agents.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
+from pipeline import confinement
 from pipeline.agents.readable import nothing, walk
+from pipeline.confinement import OutsideRepository
+from pipeline.grounding.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
 from pipeline.settings import data_dir, load_toml
 
 LITERAL_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*[A-Za-z0-9_]")
@@ -310,10 +312,13 @@ class _Walker:
         return " ".join(source[: end - node.start_byte].decode("utf-8", "replace").split()).rstrip(":{ ")
 
 
-def iter_sources(root: Path, private: Callable[[Path], bool] = nothing) -> Iterator[Path]:
-    """The files the index lists: the shared walk (agents.readable), hidden directories and the
-    paths ``private`` covers left out."""
-    return walk(root, private, hidden_dirs=False)
+def iter_sources(
+    under: Path, private: Callable[[Path], bool] = nothing, root: Path | None = None
+) -> Iterator[Path]:
+    """The files the index lists: the shared walk (agents.readable) of ``under``, hidden
+    directories, the paths ``private`` covers and every file resolving outside ``root`` (the
+    repository) left out."""
+    return walk(under, private, hidden_dirs=False, root=root)
 
 
 def language_of(path: Path, head: bytes) -> LanguageSpec | None:
@@ -334,7 +339,7 @@ def build_index(
     root: Path, under: Path | None = None, private: Callable[[Path], bool] = nothing
 ) -> CodeIndex:
     index = CodeIndex(root=root, root_under=under or root)
-    for path in iter_sources(under or root, private):
+    for path in iter_sources(under or root, private, root):
         index_file(index, path)
     return index
 
@@ -342,11 +347,14 @@ def build_index(
 def index_file(index: CodeIndex, path: Path, data: bytes | None = None) -> None:
     """Add one file to ``index`` (``data``: its bytes, when the caller read them already)."""
     rel = path.relative_to(index.root).as_posix()
-    index.files.append(rel)
     try:
-        data = path.read_bytes() if data is None else data
-    except OSError:
+        data = confinement.read_bytes(path, index.root) if data is None else data
+    except OutsideRepository:  # a link out of the repository: never listed, never quoted
         return
+    except OSError:
+        index.files.append(rel)
+        return
+    index.files.append(rel)
     spec = language_of(path, data[:200])
     if spec is None:
         text = readable_text(data)

@@ -11,7 +11,7 @@ something of the code wherever it names a code symbol, a path, or a place in a f
 
 Each mention belongs to a sentence; the sentence's literal values (numbers, flags, quoted
 strings) are what the claim check looks for in the code the sentence cites. This module
-reads text only; resolving a mention against the code is pipeline.agents.claims.
+reads text only; resolving a mention against the code is pipeline.grounding.claims.
 """
 
 from __future__ import annotations

@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pipeline.agents.claims import Grounding
-from pipeline.agents.code_lookup import holds_value
-from pipeline.agents.spans import (
+from pipeline.errors import InputError
+from pipeline.formats.textio import read_text
+from pipeline.grounding.claims import Grounding
+from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path, load_ledger
+from pipeline.grounding.lookup import holds_value
+from pipeline.grounding.spans import (
     CodeFile,
     Span,
     all_definitions,
@@ -38,9 +41,6 @@ from pipeline.agents.spans import (
     span_fingerprint,
     symbol_spans,
 )
-from pipeline.errors import InputError
-from pipeline.formats.claims_ledger import ClaimEntry, Ledger, ledger_path, load_ledger
-from pipeline.formats.textio import read_text
 
 Status = Literal["current", "changed", "moved", "renamed", "removed", "quote", "unchecked"]
 STALE: tuple[Status, ...] = ("changed", "moved", "renamed", "removed", "quote")

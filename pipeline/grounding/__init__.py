@@ -1,0 +1,1 @@
+"""grounding: what a design says of the code, and whether it still holds"""
