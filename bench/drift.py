@@ -11,7 +11,10 @@ packages. The script
    drift again, checking that exactly those directories' sentences are named,
 4. reformats and re-comments 100 files and checks that drift stays at exit 0,
 5. times the whole-repository input fingerprint (what a batch digests without --stale-only)
-   for comparison.
+   for comparison;
+6. times `claims` the way a CI loop calls it, once per design directory: 50 calls with the code
+   index kept in runs/index (grounding.index_store) against one call for all 50 directories,
+   and a per-directory call with no index kept (runs/index removed first), side by side.
 
 Each timing is a whole process, the median of several runs.
 
@@ -149,6 +152,9 @@ def main() -> None:
         _, layout_code, out = median_of(root, 1, "drift", "docs/adr/*", "--json")
         layout = json.loads(out)
         whole = statistics.median(fingerprint_time(root) for _ in range(args.runs))
+        for n in range(100):  # back as the ledgers have them
+            (root / f"pkg{n}" / "limits.py").write_text(py(n))
+        scale = fleet_scale(root, args.runs)
     print(f"repository: {files} code files, {DIRECTORIES} design directories, {total} claims")
     print(f"claims (write every ledger): {claims_time:.2f} s")
     print(f"drift, every claim current:  {current:.2f} s (median of {args.runs})")
@@ -156,6 +162,37 @@ def main() -> None:
     stale_after = sorted({(s["file"], s["line"]) for s in layout["stale"]})
     print(f"drift after re-layout of 100 files: exit {layout_code}; stale lines: {stale_after}")
     print(f"whole-repository input fingerprint (in process): {whole:.2f} s")
+    one, loop, cold, warm = scale
+    print(f"claims for all {DIRECTORIES} directories in one call, index kept: {one:.2f} s")
+    print(
+        f"claims once per directory, {DIRECTORIES} calls, index kept: {loop:.2f} s "
+        f"({loop / one:.1f}x one call)"
+    )
+    print(
+        f"one per-directory call: {warm:.2f} s with the index kept, {cold:.2f} s without "
+        f"({cold / warm:.1f}x; {DIRECTORIES} calls without: about {cold * DIRECTORIES:.0f} s)"
+    )
+
+
+def fleet_scale(root: Path, runs: int) -> tuple[float, float, float, float]:
+    """``claims`` as a CI loop calls it: one call for every directory, then one per directory,
+    with the index kept; and one per-directory call without it (the store removed first)."""
+    import shutil
+
+    directories = sorted(p.name for p in (root / "docs" / "adr").iterdir())
+    one, code, out = median_of(root, 1, "claims", "docs/adr/*")
+    assert code == 0, out
+    start = time.perf_counter()
+    for name in directories:
+        code, out, _ = designloop(root, "claims", f"docs/adr/{name}")
+        assert code == 0, out
+    loop = time.perf_counter() - start
+    warm = median_of(root, runs, "claims", f"docs/adr/{directories[0]}")[0]
+    colds = []
+    for _ in range(max(1, runs // 2)):
+        shutil.rmtree(root / "runs" / "index", ignore_errors=True)
+        colds.append(designloop(root, "claims", f"docs/adr/{directories[0]}")[2])
+    return one, loop, statistics.median(colds), warm
 
 
 if __name__ == "__main__":

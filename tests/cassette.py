@@ -319,6 +319,24 @@ def draft(relay: Path, cassette: Path) -> list[str]:
     return notes
 
 
+COMMANDS = ("find", "git", "grep", "head", "ls", "sed", "tail", "wc")
+"""The commands a recording's machine has: the bash tool's description and the author's
+prompt list what is on the PATH, so a recording and its replay run with exactly these."""
+
+
+def pinned_path(directory: Path) -> str:
+    """A PATH of one directory holding exactly ``COMMANDS`` (links to this machine's)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in COMMANDS:
+        found = shutil.which(name)
+        if found is None:
+            raise SystemExit(f"{name} is not installed: a recording needs {', '.join(COMMANDS)}")
+        link = directory / name
+        if not link.exists():
+            link.symlink_to(found)
+    return str(directory)
+
+
 def record(base_url: str, work: Path, cassette: Path) -> Path:
     """Run the commands of the cassette's runs.json, in order, on a fresh copy of its project
     (``work/repo``, with an empty ``.git``) against the relay at ``base_url``; each run's
@@ -335,6 +353,7 @@ def record(base_url: str, work: Path, cassette: Path) -> Path:
     outputs.mkdir(parents=True, exist_ok=True)
     designloop = Path(sys.executable).with_name("designloop")
     env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "relay")}
+    env["PATH"] = pinned_path(work / "bin")
     env.pop("OPENAI_BASE_URL", None)
     for number in range(1, len(spec["runs"]) + 1):
         spec = json.loads(runs_json.read_text(encoding="utf-8"))

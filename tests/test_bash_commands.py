@@ -145,7 +145,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("git grep -O refill", REFUSED, "option -O is not allowed"),
     ("git grep --no-index refill /etc", REFUSED, "option --no-index is not allowed"),
     ("ls runs/*", REFUSED, "run records"),
-    ("cat notes.md", REFUSED, "only "),
+    ("cat notes.md", REFUSED, "; to read a file, use the read tool"),
 ]
 
 

@@ -100,9 +100,11 @@ def test_the_summary_says_who_reviewed_and_nothing_when_no_run_spawned(
     monkeypatch.chdir(repo)
     first = run_cli(["batch", "create", "docs/adr/a", "--no-warmup"])
     assert first.code == ExitCode.OK, first.err
-    assert "reviewed by the offline engine for every role (rule-based, no model)" in first.out
+    assert "reviewed by the offline engine for every role (rule-based, no model)" in first.err
+    # In a pipe stdout is pure TSV: the header on line 1, a row per directory, the summary on stderr.
+    assert first.out.splitlines()[0].startswith("directory\taction\trun") and len(first.out.splitlines()) == 2
     again = run_cli(["batch", "create", "docs/adr/a", "--no-warmup"])  # skipped: nothing ran
-    assert again.code == ExitCode.OK and "skipped" in again.out and "reviewed by" not in again.out
+    assert again.code == ExitCode.OK and "skipped" in again.out and "reviewed by" not in again.err
 
 
 def test_unchanged_inputs_are_skipped_without_a_request_and_any_change_runs_again(tmp_path: Path) -> None:

@@ -10,11 +10,12 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cassette import STAMP, Exchange, Replay, ReplayServer, draft, ended, load, normalise
+from cassette import STAMP, Exchange, Replay, ReplayServer, draft, ended, load, normalise, pinned_path
 from conftest import run_cli
 
 from pipeline.agents.roles import load_roles
@@ -30,6 +31,15 @@ STALE = pytest.mark.xfail(
 )
 
 
+@pytest.fixture(autouse=True)
+def _rediscover() -> Iterator[None]:
+    """The commands found on the PATH are looked up again after a test that pinned the PATH."""
+    from pipeline.agents import shell
+
+    yield
+    shell.installed.cache_clear()
+
+
 def _repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     shutil.copytree(CASSETTE / "project", repo)
@@ -39,6 +49,13 @@ def _repo(tmp_path: Path) -> Path:
 
 def _loopback(monkeypatch: pytest.MonkeyPatch, repo: Path) -> None:
     import pydantic_ai.models
+
+    from pipeline.agents import shell
+
+    # The commands the recording's machine had, whatever this one has (rg, say); the start-up
+    # discovery runs again under them, and again after the test (_rediscover).
+    monkeypatch.setenv("PATH", pinned_path(repo.parent / "bin"))
+    shell.installed.cache_clear()
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # the replay on 127.0.0.1 only
     monkeypatch.setenv("OPENAI_API_KEY", "replayed")

@@ -245,7 +245,12 @@ def test_claims_never_resolve_to_documents_or_design_directories(repo: Path) -> 
     write(repo / "docs" / "adr" / "two" / "_workflow" / "notes.py", "class Buckett:\n    pass\n")
     design = repo / "docs" / "adr" / "one" / "design-final.md"
     resolution = Grounding(repo, repo).resolve(design)
-    assert ("clm-unresolved", "Buckett.take") in {(f.rule, f.quote) for f in resolution.findings}
+    # README.md is no definition (Markdown is never code), and the notes under a design
+    # directory's _workflow/ are designloop's: only the document is said to hold the name
+    [found] = [f for f in resolution.findings if f.quote == "Buckett.take"]
+    assert found.rule == "clm-undefined" and found.severity == "suggestion"
+    assert "no definition in a source file" in found.message and "appears in README.md" in found.message
+    assert "notes.py" not in found.message
 
 
 OVERLOADED = """import typing as t
@@ -317,3 +322,25 @@ def test_file_names_examples_and_runtime_paths_are_no_unresolved_claims(tmp_path
         ("clm-unresolved", "src/install.sh"),
         ("clm-unresolved", "_adr_halp"),
     }
+
+
+def test_a_class_counts_by_its_declaration_and_each_member_by_its_own_span(tmp_path: Path) -> None:
+    """A method added to a class, or a field's default changed, leaves the class's claim alone;
+    its bases or decorator do not; the member's own claim sees its change."""
+    base = "@attr.s\nclass Record(Base):\n    status = attr.ib(default=None)\n\n    def load(self):\n        return 1\n"
+    record = _fingerprint(tmp_path, "m.py", "Record", base)[0]
+    status = _fingerprint(tmp_path, "m.py", "Record.status", base)[0]
+    grown = base + "\n    def unrelated(self):\n        return 2\n"
+    assert _fingerprint(tmp_path, "m.py", "Record", grown)[0] == record
+    changed = base.replace("default=None", "default='Unknown'")
+    assert _fingerprint(tmp_path, "m.py", "Record", changed)[0] == record
+    assert _fingerprint(tmp_path, "m.py", "Record.status", changed)[0] != status
+    assert _fingerprint(tmp_path, "m.py", "Record", base.replace("(Base)", "(Other)"))[0] != record
+    assert _fingerprint(tmp_path, "m.py", "Record", base.replace("@attr.s\n", ""))[0] != record
+    rust = "pub struct Header {\n    pub height: u64,\n}\n"
+    header = _fingerprint(tmp_path, "m.rs", "Header", rust)[0]
+    assert _fingerprint(tmp_path, "m.rs", "Header", rust.replace("u64", "u32"))[0] == header
+    assert (
+        _fingerprint(tmp_path, "m.rs", "Header.height", rust.replace("u64", "u32"))[0]
+        != (_fingerprint(tmp_path, "m.rs", "Header.height", rust)[0])
+    )

@@ -155,7 +155,7 @@ def test_a_queue_payload_is_read_back_through_its_model() -> None:
 
 
 def test_the_claims_table_is_checked_at_the_line_of_the_key(tmp_path: Path) -> None:
-    from pipeline.grounding.mentions import load_claim_rules
+    from pipeline.grounding.rules import load_claim_rules
 
     shipped_table = (data_dir("params") / "claims.toml").read_text(encoding="utf-8")
     assert load_claim_rules(data_dir("params") / "claims.toml").rules["clm-unresolved"][0] == "should-fix"

@@ -230,7 +230,7 @@ def test_config_prints_each_value_and_where_it_came_from(tmp_path: Path, monkeyp
     data = json.loads(run_cli(["config", "--json", "--role-model", "design-author=anthropic:claude-x"]).out)
     assert data["schema_version"] == 1
     settings = {s["setting"]: s for s in data["settings"]}
-    user = str(d.repo_root / "designloop.toml")
+    user = "designloop.toml"  # relative to the repository: no machine's folders in what is printed
     assert settings["[loop] iteration_budget"] == {
         "setting": "[loop] iteration_budget",
         "value": 5,
@@ -250,7 +250,8 @@ def test_config_prints_each_value_and_where_it_came_from(tmp_path: Path, monkeyp
         "from": "no model configured",
     }
     text = run_cli(["config"]).out
-    assert f"[loop] iteration_budget\t5\t{user}:2" in text
+    assert text.splitlines()[0] == "setting\tvalue\tfrom"  # pure TSV: the header on line 1
+    assert f"[loop] iteration_budget\t5\t{user}:2" in text and str(d.repo_root) not in text
 
 
 # --- vendor banners and hints -----------------------------------------------------------
@@ -516,7 +517,7 @@ def test_the_workflows_batch_step_runs_offline_with_no_key(tmp_path: Path) -> No
     assert outputs.read_text() == "exit=0\n", done.stdout + done.stderr
     sarif = json.loads((repo / "designloop.sarif").read_text())
     assert sarif["version"] == "2.1.0"
-    assert "2 directories: 2 PASS" in done.stdout
+    assert "2 directories: 2 PASS" in done.stderr  # the summary: stdout holds the table alone
     assert "started (offline engine)" in done.stderr  # --verbose: the CI log says who reviewed
 
 

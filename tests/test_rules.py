@@ -11,7 +11,7 @@ from conftest import ROOT
 from pipeline.checks.context import CHECKS
 from pipeline.checks.engine import _RULE_MODULES  # noqa: F401  (registers the mechanical rules)
 from pipeline.checks.registry import PROFILES, registry
-from pipeline.grounding.mentions import claim_rules
+from pipeline.grounding.rules import claim_rules
 from pipeline.offline.text import lexicon, parse_house_style
 
 RULE_ID = re.compile(r"\"((?:cr|abs|fid|adv|hs|clm|drift|dsc|dl)-[a-z][a-z0-9-]*)\"")

@@ -193,3 +193,11 @@ def test_the_built_in_grep_takes_what_a_model_asks_of_grep(repo) -> None:  # typ
     said = grep(ctx, "take\\|refill", "code")  # type: ignore[arg-type]
     assert said.startswith("no matches (the pattern is a Python regular expression")
     assert grep(ctx, "(", "code").startswith("error: bad pattern")  # type: ignore[arg-type]
+
+
+def test_the_built_in_grep_stops_at_200_matches_and_says_how_to_narrow(repo) -> None:  # type: ignore[no-untyped-def]
+    (repo.repo_root / "many.txt").write_text("".join(f"hit {n}\n" for n in range(250)))
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root))
+    out = grep(ctx, "^hit", "many.txt").splitlines()  # type: ignore[arg-type]
+    assert len(out) == 201 and out[199] == "many.txt:200:hit 199"
+    assert out[200] == "(truncated at 200 matches: narrow the path, the glob or the pattern)"

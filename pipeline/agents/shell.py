@@ -226,7 +226,7 @@ def _short(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> i
 def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, private: Private) -> list[str]:
     """The argv to run for ``argv``, or ShellRefusal; path operands are confined with ``confine``."""
     if not argv or argv[0] not in commands():
-        raise ShellRefusal(f"only {describe(tuple(usages()))} may run")
+        raise ShellRefusal(f"only {describe(installed())} may run (one command, no shell)")
     if argv[0] == "git":
         if len(argv) < 2 or argv[1] not in GIT_SUBCOMMANDS:
             raise ShellRefusal(f"git may run only {', '.join(GIT_SUBCOMMANDS)}")

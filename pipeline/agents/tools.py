@@ -408,6 +408,10 @@ BASH_DESCRIPTION = (
 )
 
 
+READERS = frozenset({"cat", "less", "more", "nl", "bat"})
+"""Commands a model reaches for to show a file, which the read tool does (numbered lines)."""
+
+
 def bash_description() -> str:
     """The Bash tool's description: the commands this machine has (found at start-up)."""
     return BASH_DESCRIPTION.format(commands=describe(installed()) or "none is installed on this machine")
@@ -447,7 +451,8 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
     except ValueError as exc:
         return f"error: {exc}"
     except ShellRefusal as exc:
-        return _refusal(deps.refuse(str(exc)))
+        reader = bool(line.words) and line.words[0].text in READERS and "Read" in deps.tools
+        return _refusal(deps.refuse(str(exc) + ("; to read a file, use the read tool" if reader else "")))
     except Refused as exc:
         return _refusal(exc)
     return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS, line.drop_errors, deps.tools)

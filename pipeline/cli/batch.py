@@ -22,6 +22,8 @@ from pipeline.cli.options import (
     JsonOpt,
     ModelOpt,
     NoWarmupOpt,
+    OutputFileOpt,
+    OutputFormatOpt,
     QuietOpt,
     RequestsOpt,
     RoleModelOpt,
@@ -34,7 +36,7 @@ from pipeline.cli.options import (
     parse_fail_on,
     runs_dir_of,
 )
-from pipeline.cli.output import emit_json, is_terminal
+from pipeline.cli.output import is_terminal
 from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 
 if TYPE_CHECKING:
@@ -86,7 +88,10 @@ def why(row: Row) -> str:
     """Why a directory did not simply pass: its message's first line (a pause, a stop, a bad
     input, another run holding it, an edit since its last run), else ``-``."""
     if row.message and (row.action in ("bad", "busy", "edited") or (row.exit_code or 0) >= 2):
-        return row.message.splitlines()[0]
+        from pipeline.cli.output import relative_text
+        from pipeline.settings import repo_root
+
+        return relative_text(row.message.splitlines()[0], repo_root(), Path.cwd())
     return "-"
 
 
@@ -97,26 +102,31 @@ def _table(batch: Batch) -> Table:
 
 
 def present_batch(batch: Batch, quiet: bool = False) -> None:
+    """The batch's table (pure TSV in a pipe), then on stderr each directory's whole message and
+    the summary: stdout holds the table alone."""
     from pipeline.agents.resolve import engine_summary
-    from pipeline.cli.output import cost_text, say, table, write
+    from pipeline.cli.output import cost_text, relative_text, say, table, write
+    from pipeline.settings import repo_root
 
+    roots = (repo_root(), Path.cwd())
     if not quiet:
         table(COLUMNS, [_cells(row) for row in batch.rows], title=f"batch {batch.batch_id}")
         for row in batch.rows:  # whole messages, on stderr: a CI log shows each error in full
             if why(row) != "-":
-                write(f"{row.directory}: {row.message}", stderr=True)
+                write(f"{row.directory}: {relative_text(row.message or '', *roots)}", stderr=True)
             for reason in row.stale:  # --stale-only: why the directory ran again
-                write(f"{row.directory}: stale claim: {reason}")
+                write(f"{row.directory}: stale claim: {reason}", stderr=True)
     totals = batch.totals()
     outcomes = ", ".join(f"{n} {k}" for k, n in sorted(totals["outcomes"].items()))
     say(
         f"{totals['directories']} directories: {outcomes}; {totals['spawns']} spawns, "
         f"{totals['tokens']} tokens, {cost_text(totals['cost_usd'])}, {totals['cache_hits']} cached calls; "
         f"exit {totals['exit_code']}",
+        stderr=True,
         plain=True,
     )
     if totals["models"]:  # who reviewed; nothing when no run spawned (all skipped or bad)
-        say(f"reviewed by {engine_summary(totals['models'])}", plain=True)
+        say(f"reviewed by {engine_summary(totals['models'])}", stderr=True, plain=True)
 
 
 def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
@@ -136,6 +146,9 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     cost = parse_cost(flags.batch_max_cost, "--batch-max-cost")
     failing = parse_fail_on(flags.fail_on) or "blocker"
     target = _check_sarif(flags.sarif)
+    from pipeline.cli.emitters import check_output_file
+
+    output = check_output_file(flags.output_file)
     dirs = expand_directories(directories, Path.cwd())
     session = flags.session()
     sessions = check_session(repo_root(dirs[0]), session)
@@ -156,7 +169,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         stale_only=flags.stale_only,
     )
     show = flags.show
-    live = not flags.as_json and not show.quiet and not show.verbose and is_terminal()
+    live = flags.output_format is None and not show.quiet and not show.verbose and is_terminal()
     try:
         setup = sessions.set_up(repo_root(dirs[0]), session)
         runner = BatchRunner(
@@ -168,8 +181,14 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     finally:
         store.close()
     code = _write_sarif(target, batch, runs, repo_root(dirs[0])) if target is not None else batch.exit_code
-    if flags.as_json:
-        emit_json(batch.to_json())
+    if flags.output_format is not None:
+        from pipeline.cli.batch_sarif import batch_findings
+        from pipeline.cli.emitters import Report, emit
+
+        root = repo_root(dirs[0])
+        report = Report("batch", batch_findings(batch, root), root, document=batch.to_json(), record=True)
+        report.files = [row.directory for row in batch.rows]
+        emit(report, flags.output_format, output)
     else:
         present_batch(batch, show.quiet)
     raise typer.Exit(int(code))
@@ -268,7 +287,12 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
         verbose: VerboseOpt = False,
         approve_if_ready: ApproveOpt = False,
         stale_only: StaleOnlyOpt = False,
+        output_format: OutputFormatOpt = None,
+        output_file: OutputFileOpt = None,
     ) -> None:
+        from pipeline.cli.options import output_format as output_format_of
+
+        chosen = output_format_of(output_format, "json") if output_format or as_json else None
         flags = BatchFlags(
             model=model,
             role_model=role_model,
@@ -290,6 +314,8 @@ def _register(name: str, kind: CreationKind, doc: str) -> None:
             show=Show(quiet=quiet, verbose=verbose, as_json=as_json),
             approve_if_ready=approve_if_ready,
             stale_only=stale_only,
+            output_format=chosen,
+            output_file=output_file,
         )
         run_batch(kind, directories, flags)
 

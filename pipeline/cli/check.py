@@ -99,6 +99,18 @@ def _request_for(path: Path, flags: CheckFlags) -> CheckRequest:
     )
 
 
+def _documents(path: Path, flags: CheckFlags) -> list[Path]:
+    """The documents a path names: itself; for a design directory, its design.md and its
+    design-final.md, whichever exist (one with neither, at phase 0, is said and skipped)."""
+    if not path.is_dir() or flags.design_path is not None:
+        return [path]
+    found = [p for p in (workflow_dir(path) / "design.md", path / "design-final.md") if p.is_file()]
+    if not found and (path / "_workflow").is_dir():
+        write(f"{path}: no design document yet (nothing to check)", stderr=True)
+        return []
+    return found or [path]
+
+
 def check_requests(flags: CheckFlags) -> list[CheckRequest]:
     """One request per design named (``--design-path`` alone is one request)."""
     if flags.paths:
@@ -108,8 +120,14 @@ def check_requests(flags: CheckFlags) -> list[CheckRequest]:
             )
         requests: dict[Path, CheckRequest] = {}  # each design once, however it was named
         for path in _expand(flags.paths):
-            request = _request_for(path, flags)
-            requests.setdefault(request.design_path.absolute(), request)
+            for document in _documents(path, flags):
+                request = _request_for(document, flags)
+                requests.setdefault(request.design_path.absolute(), request)
+        if not requests:
+            raise InputError(
+                "no design document in the directories named (no _workflow/design.md, no design-final.md)",
+                hint="run designloop create DIR first, or name the documents to check",
+            )
         return list(requests.values())
     if flags.design_path is None:
         raise InputError("no design to check", hint="pass --design-path PATH, a design directory or a glob")

@@ -14,7 +14,7 @@ TABLES = ("partition", "loop", "limits", "run", "worker")
 
 def settings_rows(root: Path) -> list[dict[str, Any]]:
     """Every setting of the tables above: its value and the file (and line) it came from."""
-    from pipeline.settings import USER_PARAMS, data_dir, merged_params, user_params
+    from pipeline.settings import USER_PARAMS, merged_params, user_params
     from pipeline.validation import toml_locator
 
     data, _ = merged_params(root)
@@ -25,10 +25,10 @@ def settings_rows(root: Path) -> list[dict[str, Any]]:
     for name in TABLES:
         for key, value in data.get(name, {}).items():
             if key not in given.get(name, {}):
-                where = str(data_dir("params") / "defaults.toml")
+                where = "params/defaults.toml"  # designloop's own defaults, wherever it is installed
             else:
                 line = locate((name, key))
-                where = f"{user}:{line}" if line else str(user)
+                where = f"{USER_PARAMS}:{line}" if line else USER_PARAMS  # relative to the repository
             rows.append({"setting": f"[{name}] {key}", "value": value, "from": where})
     return rows
 
@@ -66,7 +66,7 @@ def config(
         emit_json(
             {
                 "repository": str(root),
-                "user_file": str(user) if user.is_file() else None,
+                "user_file": USER_PARAMS if user.is_file() else None,
                 "settings": settings,
                 "models": [
                     {"role": role, "model": spec, "from": why} for role, (spec, why) in models.items()

@@ -47,6 +47,9 @@ class Report:
     """Files' lines the command already read (relative path), for columns."""
     rules: dict[str, Rule] = field(default_factory=dict)
     """The rules the command ran, described in SARIF even when they found nothing."""
+    record: bool = False
+    """``json`` is the command's own record (``document``) alone: a batch's, which holds each
+    directory's findings in its rows."""
 
     def path(self, finding: Finding) -> str:
         from pipeline.cli.render import repo_path
@@ -107,6 +110,8 @@ def counts(findings: list[Finding]) -> str:
 def emit_json(report: Report) -> str:
     from pipeline.cli.output import SCHEMA_VERSION
 
+    if report.record:
+        return json.dumps({"schema_version": SCHEMA_VERSION} | report.document, indent=2, default=str)
     findings = []
     for f, path, column in report.ordered():
         findings.append(f.to_json() | {"file": path or None, "column": column})

@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pipeline.cli.app import app
-from pipeline.cli.options import DirArg, DirsArg, DocFileOpt, JsonOpt, RunsOpt, StoreFlags, StoreOpt
+from pipeline.cli.options import (
+    DirArg,
+    DirsArg,
+    DocFileOpt,
+    JsonOpt,
+    OutputFileOpt,
+    OutputFormatOpt,
+    RunsOpt,
+    StoreFlags,
+    StoreOpt,
+)
 from pipeline.cli.output import emit_json
 from pipeline.errors import ExitCode, InputError, TransitionRefused
 
@@ -170,7 +180,14 @@ def status_lines(status: DirStatus) -> list[str]:
 
 
 def _sarif(statuses: list[DirStatus]) -> str:
-    from pipeline.cli.render import to_sarif
+    from pipeline.cli.emitters import Report, emit_sarif
+    from pipeline.settings import repo_root
+
+    return emit_sarif(Report("ready", gap_findings(statuses), repo_root()))
+
+
+def gap_findings(statuses: list[DirStatus]) -> list[Finding]:
+    """Each directory's gaps as findings (a stale claim at the design line that makes it)."""
     from pipeline.formats.findings import Finding
     from pipeline.formats.revisions import FILES
 
@@ -190,7 +207,7 @@ def _sarif(statuses: list[DirStatus]) -> str:
                     file=path,
                 )
             )
-    return to_sarif(findings, {})
+    return findings
 
 
 def _stale_claims(status: DirStatus, file: str | None) -> list[Finding]:
@@ -219,20 +236,41 @@ def ready(
     runs_dir: RunsOpt = None,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    output_format: OutputFormatOpt = None,
+    output_file: OutputFileOpt = None,
 ) -> None:
     """The CI gate: exit 0 when every matched directory's documents are accepted and current, 1
-    listing each directory's gaps, 2 bad input."""
-    check_ready(directories, sarif, StoreFlags(runs_dir=runs_dir, store=store, as_json=as_json))
+    listing each directory's gaps, 2 bad input. --output-format gives the gaps as text, json,
+    sarif, github, rdjson or junit."""
+    from pipeline.cli.options import output_format as output_format_of
+
+    chosen = output_format_of(output_format, "json") if output_format or as_json else None
+    check_ready(
+        directories,
+        sarif,
+        StoreFlags(runs_dir=runs_dir, store=store, as_json=as_json),
+        chosen,
+        output_file,
+    )
 
 
-def check_ready(directories: list[str], sarif: Path | None, flags: StoreFlags) -> None:
+def check_ready(
+    directories: list[str],
+    sarif: Path | None,
+    flags: StoreFlags,
+    output_format: str | None = None,
+    output_file: Path | None = None,
+) -> None:
     """Every matched directory's status, its gaps printed (and written as SARIF); exits 0 or 1."""
     from pipeline.cli.batch import _check_sarif
+    from pipeline.cli.emitters import Report, check_output_file, emit
     from pipeline.formats.design_dir import expand_directories, open_design_dir
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.readiness import Context
+    from pipeline.settings import repo_root
 
     target = _check_sarif(sarif)
+    output = check_output_file(output_file)
     dirs = [open_design_dir(p) for p in expand_directories(directories, Path.cwd())]
     opened = flags.open()
     try:
@@ -243,8 +281,11 @@ def check_ready(directories: list[str], sarif: Path | None, flags: StoreFlags) -
     if target is not None:
         atomic_write(target, _sarif(statuses))
     everything = all(s.ready for s in statuses)
-    if flags.as_json:
-        emit_json({"ready": everything, "directories": [s.to_json() for s in statuses]})
+    if output_format is not None:
+        document = {"ready": everything, "directories": [s.to_json() for s in statuses]}
+        report = Report("ready", gap_findings(statuses), repo_root(), document=document)
+        report.files = [f"{s.directory}" for s in statuses]
+        emit(report, output_format, output)
     else:
         for status in statuses:
             for line in status_lines(status) if not status.ready else _ready_line(status):

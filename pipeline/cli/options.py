@@ -292,6 +292,9 @@ class BatchFlags(SessionFlags):
     """Skip by the design inputs and the claims ledgers instead of the whole code (fleet.rows)."""
     show: Show = Show()
     approve_if_ready: bool = False
+    output_format: str | None = None
+    """``--output-format`` (``--json`` is ``json``); None: the table."""
+    output_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

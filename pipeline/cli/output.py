@@ -13,7 +13,8 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,6 +58,21 @@ def say(markup: str, stderr: bool = False, *, plain: bool = False) -> None:
 class Column:
     header: str
     numeric: bool = False
+    whole: bool | None = None
+    """Never cut nor folded on a terminal (an id: what a user copies). None: decided by the
+    header (``run``, ``rule`` ...); a path folds onto more lines, free text is ellipsised."""
+
+    def kept_whole(self) -> bool:
+        return self.whole if self.whole is not None else self.header in IDS
+
+    def folds(self) -> bool:
+        return self.header in PATHS
+
+
+IDS = frozenset({"run", "run id", "batch", "rule", "role", "model", "revision", "setting", "exit"})
+"""Columns of ids and names a user copies: kept whole on a terminal, on one line."""
+PATHS = frozenset({"directory", "file", "where", "from", "definition"})
+"""Columns of paths: folded onto more lines when they must be, never cut."""
 
 
 def cell(value: object) -> str:
@@ -68,13 +84,15 @@ def cell(value: object) -> str:
 def table(
     columns: Sequence[str | Column], rows: Iterable[Sequence[object]], title: str | None = None
 ) -> None:
-    """Rows on a terminal as a Rich table whose cells fold (never cut); elsewhere as TSV with
-    a header line (the title, when there is one, is a ``# title`` line above it)."""
+    """Rows on a terminal as a Rich table (ids and paths whole, free text ellipsised: ``--json``
+    has it all); elsewhere pure TSV, the header on line 1 (the title, when there is one, on
+    stderr)."""
     cols = [c if isinstance(c, Column) else Column(c) for c in columns]
     out = console()
     if not out.is_terminal:
-        lines = [f"# {title}"] if title else []
-        lines.append("\t".join(c.header for c in cols))
+        if title:
+            write(title, stderr=True)
+        lines = ["\t".join(c.header for c in cols)]
         lines += ["\t".join(cell(v) for v in row) for row in rows]
         write("\n".join(lines))
         return
@@ -82,17 +100,56 @@ def table(
 
 
 def rich_table(
-    columns: Sequence[str | Column], rows: Iterable[Sequence[object]], title: str | None = None
+    columns: Sequence[str | Column],
+    rows: Iterable[Sequence[object]],
+    title: str | None = None,
+    width: int | None = None,
 ) -> Table:
+    """A Rich table for a terminal ``width`` columns wide (the console's when None): ids kept
+    whole on one line, paths folded, free text ellipsised in the room that is left."""
     from rich.table import Table
 
+    cols = [c if isinstance(c, Column) else Column(c) for c in columns]
+    body = [[cell(v) for v in row] for row in rows]
+    widest = [max([len(c.header), *(len(r[i]) for r in body if i < len(r))]) for i, c in enumerate(cols)]
+    whole = [c.kept_whole() or c.numeric for c in cols]
+    room = (width or console().size.width) - 3 * len(cols) - 1  # each cell's padding and rule
+    left = room - sum(w for w, keep in zip(widest, whole, strict=True) if keep)
+    limit = _shares(left, {i: widest[i] for i, keep in enumerate(whole) if not keep}, cols)
     result = Table(title=title)
-    for c in columns:
-        col = c if isinstance(c, Column) else Column(c)
-        result.add_column(col.header, overflow="fold", justify="right" if col.numeric else "left")
-    for row in rows:
-        result.add_row(*(cell(v) for v in row))
+    for index, col in enumerate(cols):
+        justify: Literal["left", "right"] = "right" if col.numeric else "left"
+        if whole[index]:  # an id folded into pieces cannot be copied
+            result.add_column(col.header, no_wrap=True, min_width=widest[index], justify=justify)
+        elif col.folds():
+            result.add_column(col.header, overflow="fold", max_width=limit[index], justify=justify)
+        else:
+            result.add_column(
+                col.header, no_wrap=True, overflow="ellipsis", max_width=limit[index], justify=justify
+            )
+    for row in body:
+        result.add_row(*row)
     return result
+
+
+def _shares(room: int, wants: dict[int, int], cols: Sequence[Column]) -> dict[int, int]:
+    """The width each column that may give way gets of ``room``: the narrowest first get all
+    they need, the rest share what is left (a path twice what free text gets)."""
+    out: dict[int, int] = {}
+    waiting = sorted(wants, key=lambda i: wants[i])
+    while waiting:
+        weights = {i: 2 if cols[i].folds() else 1 for i in waiting}
+        unit = max(room, 0) / sum(weights.values())
+        first = waiting[0]
+        if wants[first] <= unit * weights[first]:  # it fits whole: the others share the rest
+            out[first] = wants[first]
+            room -= wants[first]
+            waiting.pop(0)
+            continue
+        for i in waiting:
+            out[i] = max(3, int(unit * weights[i]))
+        break
+    return out
 
 
 SCHEMA_VERSION = 1
@@ -132,6 +189,16 @@ def pasteable(text: str) -> str:
 
     extra = "".join(f" {flag} {shlex.quote(value)}" for flag, value in _FLAGS.items())
     return _PASTED.sub(lambda m: m.group(0) + extra, text)
+
+
+def relative_text(text: str, *roots: Path) -> str:
+    """``text`` with every absolute path under one of ``roots`` (the repository, the current
+    directory) written relative to it: what a user reads or a CI uploads names no machine's
+    folders."""
+    for root in sorted({str(r).rstrip("/") for r in roots}, key=len, reverse=True):
+        if root:
+            text = text.replace(root + "/", "")
+    return text
 
 
 def cost_text(cost: object, unpriced: Sequence[str] = ()) -> str:

@@ -72,11 +72,13 @@ def status(
         return
     say(f"[bold]{escape(view.run_id)}[/bold] {view.kind or '?'} {escape(view.directory)}")
     say(
-        f"state {view.state}, round {view.round}, outcome {view.outcome or '-'}, "
+        f"state {view.state}, round {view.round}, outcome {view.shown_outcome()}, "
         f"review log entry {view.review_log_entry or '-'}, tokens {view.tokens}, "
         f"cost {cost_text(view.cost, view.unpriced)}, cached calls {view.cache_hits}",
         plain=True,
     )
+    for part in view.declined:
+        say(f"declined: {part}", plain=True)
     if revisions:
         left = ", ".join(f"{r['name']} r{r['number']} {r['state']}" for r in revisions)
         say(f"revisions: {left}", plain=True)
@@ -119,7 +121,7 @@ def runs(runs_dir: RunsOpt = None, as_json: JsonOpt = False, store: StoreOpt = N
                 view.kind or "?",
                 view.state,
                 view.round,
-                view.outcome or "-",
+                view.shown_outcome(),
                 revision or "-",
                 view.tokens,
                 cost_text(view.cost, view.unpriced),

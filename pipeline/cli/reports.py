@@ -85,6 +85,7 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
     from pipeline.formats.textio import atomic_write
     from pipeline.runs.batch_report import line_for, render_batch_html, render_batch_markdown
     from pipeline.runs.store import BATCHES
+    from pipeline.settings import repo_root
 
     data = store.load_batch(batch_id)
     name = data.batch_id
@@ -102,7 +103,7 @@ def _batch_report(store: RunStore, batch_id: str | None, out: Path | None) -> li
                 link = f"runs/{row.run_id}/report.html"
             except InputError:
                 view = None  # a run whose records are gone keeps the batch record's figures
-        lines.append(line_for(row, view, link))
+        lines.append(line_for(row, view, link, str(repo_root())))
     atomic_write(target / "report.html", render_batch_html(name, data.kind, lines))
     atomic_write(target / "report.md", render_batch_markdown(name, data.kind, lines))
     return [target / "report.html", target / "report.md"]

@@ -29,6 +29,7 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.graph.warmup import WarmUp
 from pipeline.grounding.claims import Grounding
+from pipeline.grounding.index_store import INDEX_DIR
 from pipeline.runs.event_log import EventLog
 from pipeline.runs.events import ClaimsLedgered, SpawnBegun, Spawned, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
@@ -64,9 +65,11 @@ class RunDeps:
     @property
     def grounding(self) -> Grounding:
         """The design's claims resolved against its code root (grounding.claims); the code index is
-        built once per run (the run writes no code, and no claim resolves to a design document)."""
+        built once per run (the run writes no code, and no claim resolves to a design document),
+        from the one the runs directory keeps where the code is unchanged (grounding.index_store)."""
         if self._grounding is None:
-            self._grounding = Grounding(self.design.repo_root, self.design.code_root)
+            store = self.run_dir.parent / INDEX_DIR
+            self._grounding = Grounding(self.design.repo_root, self.design.code_root, store=store)
         return self._grounding
 
     def refresh_claims(self, kind: Kind) -> None:

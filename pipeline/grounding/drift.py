@@ -11,8 +11,18 @@ what happened is named:
 * ``renamed``: the symbol is gone, and a definition with the same body under another name is
   in its file or its directory;
 * ``removed``: the code is gone;
+* ``ambiguous``: the name had several definitions and one of them changed (or went);
 * ``quote``: the design line the ledger names no longer holds the claim's sentence (the
   design changed since the ledger was written).
+
+A span whose fingerprint is unchanged but that no longer holds a value its sentence quotes
+(a ``.env`` variable's value, which is never digested) is ``changed``. Each stale claim has a
+confidence class: ``removed`` (the code is gone: the sentence is false), ``renamed`` (renamed
+or moved: the name or place it gives is wrong now), ``changed`` (the code it rests on changed
+in a way that can make it false) or ``ambiguous``.
+
+A sentence that names no code but sits in a section whose claims went stale is "at risk"
+(``at_risk``): a suggestion to read it again, never a reason to fail.
 
 Drift reads the cited files only, once each; the code root is indexed only to follow a
 symbol that left its file. A cited file that is not UTF-8 or too large is ``unchecked``,
@@ -30,7 +40,8 @@ from pipeline.errors import InputError
 from pipeline.formats.textio import read_text
 from pipeline.grounding.claims import Grounding
 from pipeline.grounding.ledger import ClaimEntry, Ledger, ledger_path, load_ledger
-from pipeline.grounding.lookup import holds_value
+from pipeline.grounding.lookup import CodeFiles, holds_value
+from pipeline.grounding.mentions import Sentence, extract_claims
 from pipeline.grounding.spans import (
     CodeFile,
     Span,
@@ -42,8 +53,17 @@ from pipeline.grounding.spans import (
     symbol_spans,
 )
 
-Status = Literal["current", "changed", "moved", "renamed", "removed", "quote", "unchecked"]
-STALE: tuple[Status, ...] = ("changed", "moved", "renamed", "removed", "quote")
+Status = Literal["current", "changed", "moved", "renamed", "removed", "ambiguous", "quote", "unchecked"]
+STALE: tuple[Status, ...] = ("changed", "moved", "renamed", "removed", "ambiguous", "quote")
+Confidence = Literal["changed", "removed", "renamed", "ambiguous"]
+CONFIDENCE: dict[Status, Confidence] = {
+    "changed": "changed",
+    "quote": "changed",
+    "moved": "renamed",
+    "renamed": "renamed",
+    "removed": "removed",
+    "ambiguous": "ambiguous",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +80,17 @@ class ClaimState:
     """What happened, in words."""
     now: str | None = None
     """Where the code is now (``file:first-last``), when it is somewhere."""
+    present: bool = True
+    """The design still holds the claim's sentence (somewhere): a stale claim whose sentence
+    was rewritten or removed since is no longer anything the design says."""
 
     @property
     def stale(self) -> bool:
         return self.status in STALE
+
+    @property
+    def confidence(self) -> Confidence | None:
+        return CONFIDENCE.get(self.status)
 
     def to_json(self) -> dict[str, object]:
         e = self.entry
@@ -75,6 +102,7 @@ class ClaimState:
             "kind": e.kind,
             "symbol": e.symbol,
             "status": self.status,
+            "confidence": self.confidence,
             "what": self.what,
             "code": {"file": e.file, "first": e.first, "last": e.last},
             "now": self.now,
@@ -88,15 +116,18 @@ def _where(rel: str, first: int, last: int) -> str:
 class Drift:
     """Checks ledgers against the code; one per repository (files and indexes shared)."""
 
-    def __init__(self, repo_root: Path) -> None:
+    def __init__(self, repo_root: Path, store: Path | None = None) -> None:
         self.repo_root = repo_root.resolve()
+        self.store = store
+        """Where the code indexes are kept between invocations (grounding.index_store)."""
         self._grounding: dict[Path, Grounding] = {}
-        self._files = Grounding(self.repo_root, self.repo_root).files
+        self._files = CodeFiles(self.repo_root)
 
     def grounding(self, code_root: Path) -> Grounding:
+        """The claims of one code root, its index built once (and kept in ``store``)."""
         root = code_root.resolve()
         if root not in self._grounding:
-            self._grounding[root] = Grounding(self.repo_root, root, self._files)
+            self._grounding[root] = Grounding(self.repo_root, root, self._files, self.store)
         return self._grounding[root]
 
     def check(self, design_file: Path, ledger: Ledger) -> list[ClaimState]:
@@ -107,11 +138,17 @@ class Drift:
         for entry in ledger.claims:
             line, quoted = _design_line(lines, entry)
             status, what, now = self._code(entry, grounding)
+            if status in STALE and entry.candidates > 1:
+                what = (
+                    f"`{entry.mention}` may mean {entry.symbol} among {entry.candidates} definitions: {what}"
+                )
+                status = "ambiguous"
             if status == "current" and not quoted:
                 status, what = "quote", f"line {entry.line} no longer holds the claim's sentence"
                 if line != entry.line:
                     what += f" (it is on line {line} now)"
-            out.append(ClaimState(rel, line, entry, status, what, now))
+            present = quoted or entry.quote in lines[line - 1] if 1 <= line <= len(lines) else False
+            out.append(ClaimState(rel, line, entry, status, what, now, present))
         return out
 
     def _code(self, entry: ClaimEntry, grounding: Grounding) -> tuple[Status, str, str | None]:
@@ -147,7 +184,11 @@ class Drift:
             spans = symbol_spans(code, symbol)
             for span in spans:
                 if span_fingerprint(code, span) == entry.fingerprint:
-                    return "current", "unchanged", _where(code.rel, span.first, span.last)
+                    where = _where(code.rel, span.first, span.last)
+                    lost = _lost(entry, code, span)
+                    if lost:
+                        return "changed", f"`{symbol}` no longer holds {', '.join(lost)} ({where})", where
+                    return "current", "unchanged", where
             if spans:
                 span = min(spans, key=lambda s: abs(s.first - entry.first))
                 return "changed", _changed(entry, code, span), _where(code.rel, span.first, span.last)
@@ -188,6 +229,57 @@ class Drift:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class AtRisk:
+    """A sentence that names no code, under a heading whose claims went stale."""
+
+    design: str
+    line: int
+    quote: str
+    heading: str
+    stale: tuple[int, ...]
+    """The lines of the stale claims under the same heading."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": self.design,
+            "line": self.line,
+            "quote": self.quote,
+            "heading": self.heading,
+            "stale_lines": list(self.stale),
+        }
+
+
+def at_risk(design_file: Path, states: list[ClaimState]) -> list[AtRisk]:
+    """The sentences of ``design_file`` that name no code but sit under the same heading (of any
+    level) as a claim that went stale in the code: drift cannot tell whether they still hold."""
+    stale = [s for s in states if s.stale and s.status != "quote"]
+    if not stale:
+        return []
+    claims = extract_claims(read_text(design_file, what="design").text)
+    naming = {m.sentence for m in claims.mentions if m.role != "alternative"}
+    headings = [s for s in claims.sentences if s.heading]
+
+    def heading_of(line: int) -> Sentence | None:
+        above = [h for h in headings if h.line <= line]
+        return above[-1] if above else None
+
+    by_heading: dict[int, list[int]] = {}
+    for state in stale:
+        head = heading_of(state.line)
+        by_heading.setdefault(head.line if head else 0, []).append(state.line)
+    out = []
+    for sentence in claims.sentences:
+        head = heading_of(sentence.line)
+        lines = by_heading.get(head.line if head else 0)
+        if sentence.heading or sentence.index in naming or not lines:
+            continue
+        design = stale[0].design
+        name = head.quote if head else ""
+        out.append(AtRisk(design, sentence.line, sentence.quote, name, tuple(sorted(set(lines)))))
+    return out
+
+
 def stale_claims(repo_root: Path, documents: Iterable[Path]) -> list[str]:
     """Why the claims of these design documents no longer stand: each stale claim at its design
     line, a missing or damaged ledger; nothing when every claim is current (a document that
@@ -222,9 +314,14 @@ def _design_line(lines: list[str], entry: ClaimEntry) -> tuple[int, bool]:
     return entry.line, False
 
 
-def _changed(entry: ClaimEntry, code: CodeFile, span: Span) -> str:
+def _lost(entry: ClaimEntry, code: CodeFile, span: Span) -> list[str]:
+    """The values the claim's sentence quotes that its span held and holds no more."""
     text = "\n".join(code.lines[span.first - 1 : span.last])
-    gone = [v for v in entry.literals if not holds_value(text, v)]
+    return [v for v in entry.literals if not holds_value(text, v)]
+
+
+def _changed(entry: ClaimEntry, code: CodeFile, span: Span) -> str:
+    gone = _lost(entry, code, span)
     what = f"`{entry.symbol}` changed ({_where(code.rel, span.first, span.last)})"
     if gone:
         what += ": it no longer holds " + ", ".join(gone)

@@ -22,7 +22,7 @@ from pipeline.formats.spawn_params import ClaimRef
 from pipeline.formats.textio import atomic_write, read_text
 from pipeline.grounding.mentions import MentionKind
 
-LEDGER_FORMAT = 1
+LEDGER_FORMAT = 2
 SUFFIX = ".claims.json"
 DESIGN_FILES = ("design.md", "design-mechanics.md")
 """The design files under ``_workflow/``."""
@@ -31,7 +31,7 @@ FINAL_FILES = ("design-final.md", "design-mechanics-final.md")
 LEDGER_NAMES = frozenset(Path(n).stem + SUFFIX for n in (*DESIGN_FILES, *FINAL_FILES))
 DESIGN_DOCS = frozenset({"_workflow", *FINAL_FILES})
 """The documents designloop writes in every design directory (never anyone's code)."""
-Method = Literal["tree-sitter", "text", "path"]
+Method = Literal["tree-sitter", "text", "path", "config"]
 
 
 def _recorded(name: str) -> str:
@@ -69,6 +69,8 @@ class ClaimEntry(BaseModel):
     fingerprint: str = Field(min_length=1)
     literals: list[str] = []
     """The values its sentence quotes that the span holds (numbers normalised)."""
+    candidates: int = Field(default=1, ge=1)
+    """How many definitions the name had (more than one: ambiguous, and this is one of them)."""
 
     def ref(self) -> ClaimRef:
         """The claim as a reviewer is handed it (formats.spawn_params)."""
@@ -100,7 +102,7 @@ def _damaged(path: Path, what: str, line: int | None = None) -> InputError:
         file=path,
         line=line,
         hint="restore it from version control, or write it afresh from the design and the code: "
-        "designloop claims DIR",
+        "designloop claims DIR --accept-current",
     )
 
 
@@ -123,7 +125,11 @@ def load_ledger(path: Path, root: Path | None = None) -> Ledger:
         message = str(first.get("ctx", {}).get("error", first["msg"]))
         raise _damaged(path, f"{where}: {message}", _line_of(raw.text, first.get("input"))) from None
     if ledger.format != LEDGER_FORMAT:
-        raise _damaged(path, f"format {ledger.format}; this designloop reads format {LEDGER_FORMAT}")
+        raise _damaged(
+            path,
+            f"format {ledger.format}, written by another designloop (this one reads format "
+            f"{LEDGER_FORMAT}): its fingerprints cannot be compared",
+        )
     base = root if root is not None else confinement.repository_of(path)
     if base is not None:
         named = [(ledger.code_root, "code_root"), *((c.file, "a claim's file") for c in ledger.claims)]

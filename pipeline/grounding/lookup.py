@@ -1,9 +1,11 @@
 """The code as claims ask it: each code file read once, the code index answered from tables,
-and whether a span's text holds a value a sentence quotes (grounding.claims, grounding.drift).
+where a name appears when nothing defines it, and whether a span's text holds a value a
+sentence quotes (grounding.claims, grounding.drift).
 
 Code the claims never resolve to: designloop's documents (every ``_workflow/``,
 ``design-final.md``, ``design-mechanics-final.md`` and their ledgers), documents by extension
-(a README's example is not a definition) and every runs directory.
+(a README's example is not a definition; Markdown is never a use of code), generated and
+vendored files (grounding.sources) and every runs directory.
 """
 
 from __future__ import annotations
@@ -12,12 +14,21 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.agents.readable import store_dirs
+from pipeline import confinement
+from pipeline.agents.readable import store_dirs, walk
 from pipeline.grounding.ledger import DESIGN_DOCS, LEDGER_NAMES
-from pipeline.grounding.mentions import LiteralValue, claim_rules
-from pipeline.grounding.psi import CodeIndex, Symbol
-from pipeline.grounding.psi_text import bare_name, text_definitions, text_references
+from pipeline.grounding.mentions import LiteralValue
+from pipeline.grounding.psi import CodeIndex
+from pipeline.grounding.psi_text import (
+    MAX_TEXT_BYTES,
+    bare_name,
+    readable_text,
+    text_definitions,
+    text_references,
+)
+from pipeline.grounding.rules import claim_rules
 from pipeline.grounding.spans import CodeFile, read_code
+from pipeline.grounding.symbols import Symbol
 
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])(\d[\d_]*)(\.\d+)?(?![\w])")
 NUMBER_VALUE_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -37,7 +48,8 @@ class CodeFiles:
 
 
 def claims_private(repo_root: Path) -> Callable[[Path], bool]:
-    """What claims never resolve to: designloop's documents, documents, runs directories."""
+    """What claims never resolve to: designloop's documents, documents, runs directories (the
+    generated trees the code index leaves out itself)."""
     stores = store_dirs(repo_root)
     documents = claim_rules().documents
 
@@ -65,8 +77,11 @@ class Lookup:
             keys = {symbol.name, *(".".join(parts[i:]) for i in range(len(parts)))}
             for key in keys:
                 self._defs.setdefault(key, []).append(symbol)
-        self._used = {r.name for r in index.references} | {s.name for s in index.symbols}
-        self._texts = {rel: "\n".join(lines) for rel, lines in index.texts.items()}
+        self._used = index.used_names()
+        self._texts = {
+            rel: "\n".join(lines) for rel, lines in index.texts.items() if rel not in index.configs
+        }
+        self._words = {rel: "\n".join(lines) for rel, lines in index.texts.items()}
 
     def definitions(self, query: str) -> list[Symbol]:
         query = query.strip().strip("`").removesuffix("()")
@@ -85,7 +100,43 @@ class Lookup:
         """Whether the code defines or uses ``name`` anywhere (a text file: as a whole word)."""
         if name in self._used:
             return True
-        return any(name in text and text_references(name, [text]) for text in self._texts.values())
+        return any(name in text and text_references(name, [text]) for text in self._words.values())
+
+
+class Repository:
+    """Every text file of the repository but designloop's own (its documents, the ledgers, the
+    runs directories), read once when first asked: where a name nothing defines does appear
+    (a document, a comment), so a finding says so truthfully."""
+
+    def __init__(self, repo_root: Path) -> None:
+        self.repo_root = repo_root
+        self._texts: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        stores = store_dirs(self.repo_root)
+
+        def private(path: Path) -> bool:
+            if path.name in DESIGN_DOCS or path.name in LEDGER_NAMES:
+                return True
+            return bool(stores) and any(path.resolve().is_relative_to(d) for d in stores)
+
+        texts: dict[str, str] = {}
+        for path in walk(self.repo_root, private, hidden_dirs=False, root=self.repo_root):
+            try:
+                text = readable_text(confinement.read_bytes(path, self.repo_root, limit=MAX_TEXT_BYTES))
+            except (OSError, confinement.OutsideRepository):
+                continue
+            if text is not None:
+                texts[path.relative_to(self.repo_root).as_posix()] = text
+        return texts
+
+    def where(self, name: str, limit: int = 3) -> list[str]:
+        """The files where ``name`` appears as a whole word (at most ``limit``)."""
+        if self._texts is None:
+            self._texts = self._load()
+        word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+        found = [rel for rel, text in self._texts.items() if name in text and word.search(text)]
+        return found[:limit]
 
 
 def holds(text: str, literal: LiteralValue) -> bool:

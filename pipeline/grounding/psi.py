@@ -25,8 +25,12 @@ from tree_sitter import Language, Node, Parser
 
 from pipeline import confinement
 from pipeline.agents.readable import nothing, walk
-from pipeline.confinement import OutsideRepository
+from pipeline.confinement import OutsideRepository, TooLarge
+from pipeline.grounding.config import config_entries, config_kind
 from pipeline.grounding.psi_text import TEXT, bare_name, readable_text, text_definitions, text_references
+from pipeline.grounding.rules import claim_rules
+from pipeline.grounding.sources import edges, generated_dir, generated_path, generated_text
+from pipeline.grounding.symbols import Reference, Symbol
 from pipeline.settings import data_dir, load_toml
 
 LITERAL_NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*[A-Za-z0-9_]")
@@ -47,6 +51,11 @@ class DefinitionRule:
     define: bool = True
     qualifier: str | None = None
     top_level: bool = False
+    fields: bool = False
+    """With ``top_level``: also right in a type's body (a class's field), never in a function."""
+    receiver: str | None = None
+    """In a method, an assignment to ``<receiver>.<name>`` defines the field ``Type.name`` (the
+    first such assignment in the file: Python's ``self.size = size``)."""
     nested_kind: str | None = None
 
 
@@ -100,27 +109,24 @@ def parser_for(grammar: str, language: str) -> Parser:
     return Parser(Language(getattr(module, language)()))
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
-    name: str
-    qualified: str
-    kind: str
-    file: str
-    line: int
-    signature: str
-    exact: bool = True
-    """False for a text match (a file no grammar reads)."""
-    end: int = 0
-    """The definition's last line (0: not known, a text match)."""
+Uses = dict[str, list[int]]
+"""A file's uses of names as the index keeps them: each name's 1-based lines, negative where the
+use was found as text (a string literal holding the name), not by the parser."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reference:
-    name: str
-    file: str
-    line: int
-    text: str
-    exact: bool = True
+@dataclass(slots=True)
+class FileEntry:
+    """What the index holds of one file: a function of its path and bytes alone, so it can be
+    kept on disk keyed by them (grounding.index_store)."""
+
+    rel: str
+    language: str | None = None
+    """The language a grammar read it in, ``text``, or None (not read: ``note`` says why)."""
+    symbols: list[Symbol] = field(default_factory=list)
+    uses: Uses = field(default_factory=dict)
+    config: bool = False
+    """A configuration file: its entries are its symbols, found by a parser, not by shape."""
+    note: str | None = None
 
 
 @dataclass(slots=True)
@@ -129,12 +135,68 @@ class CodeIndex:
     root_under: Path
     """The directory indexed (the code root), inside ``root``."""
     symbols: list[Symbol] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     sources: Counter[str] = field(default_factory=Counter)
     """Source files read, per language (``text`` for the files read as text)."""
     texts: dict[str, list[str]] = field(default_factory=dict)
     """The lines of the files no grammar reads, by path: the text fallback searches them."""
+    configs: set[str] = field(default_factory=set)
+    """The configuration files (their entries are parsed symbols, not text matches)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Files listed but not read, and why (too large, generated, outside the repository)."""
+    uses: dict[str, Uses] = field(default_factory=dict)
+    """Each parsed file's uses of names (text files are searched on demand)."""
+    _lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, entry: FileEntry, lines: list[str] | None = None) -> None:
+        """Add one file's entry (``lines``: its text, kept when no grammar reads it)."""
+        self.files.append(entry.rel)
+        if entry.note is not None:
+            self.notes[entry.rel] = entry.note
+        if entry.language is None:
+            return
+        self.sources[entry.language] += 1
+        self.symbols += entry.symbols
+        if entry.uses:
+            self.uses[entry.rel] = entry.uses
+        if entry.config:
+            self.configs.add(entry.rel)
+        if entry.language == TEXT and lines is not None:
+            self.texts[entry.rel] = lines
+
+    def lines_of(self, rel: str) -> list[str]:
+        """A file's lines, read once when a use's text is asked for."""
+        if rel in self.texts:
+            return self.texts[rel]
+        if rel not in self._lines:
+            try:
+                data = confinement.read_bytes(self.root / rel, self.root)
+                self._lines[rel] = data.decode("utf-8", "replace").split("\n")
+            except OSError:
+                self._lines[rel] = []
+        return self._lines[rel]
+
+    def _reference(self, rel: str, name: str, line: int) -> Reference:
+        lines = self.lines_of(rel)
+        at = abs(line)
+        text = lines[at - 1].strip() if 0 < at <= len(lines) else ""
+        return Reference(name, rel, at, text, line > 0)
+
+    @property
+    def references(self) -> list[Reference]:
+        return [
+            self._reference(rel, name, line)
+            for rel, uses in self.uses.items()
+            for name, lines in uses.items()
+            for line in lines
+        ]
+
+    def used_names(self) -> set[str]:
+        """Every name a parsed file uses or defines."""
+        names: set[str] = {s.name for s in self.symbols}
+        for uses in self.uses.values():
+            names.update(uses)
+        return names
 
     def definitions(self, query: str) -> list[Symbol]:
         """Match a bare name (``take``), a qualified one (``TokenBucket.take``) or a dotted suffix;
@@ -149,13 +211,16 @@ class CodeIndex:
         found = [
             Symbol(name, query, "text match", rel, n, lines[n - 1].strip(), exact=False)
             for rel, lines in self.texts.items()
+            if rel not in self.configs
             for n in text_definitions(query, lines)
         ]
         return parsed + found
 
     def references_to(self, name: str) -> list[Reference]:
         bare = bare_name(name)[1]
-        parsed = [r for r in self.references if r.name == bare]
+        parsed = [
+            self._reference(rel, bare, line) for rel, uses in self.uses.items() for line in uses.get(bare, ())
+        ]
         found = [
             Reference(bare, rel, n, lines[n - 1].strip(), exact=False)
             for rel, lines in self.texts.items()
@@ -212,10 +277,13 @@ def _first_identifier(node: Node | None, identifiers: frozenset[str]) -> Node | 
 
 
 class _Walker:
-    def __init__(self, spec: LanguageSpec, rel: str, lines: list[str], index: CodeIndex) -> None:
-        self.spec, self.rel, self.lines, self.index = spec, rel, lines, index
+    def __init__(self, spec: LanguageSpec, rel: str, lines: list[str], entry: FileEntry) -> None:
+        self.spec, self.rel, self.lines, self.entry = spec, rel, lines, entry
         self.names: set[tuple[int, int]] = set()
         """The definitions' own names (by byte span): not references."""
+        self.fields_seen: set[str] = set()
+        """What this file defined so far (``Bucket.size``): an instance field is defined by the
+        first assignment to it, and never over a class-level field of that name."""
 
     def name_node(self, node: Node, rule: DefinitionRule) -> Node | None:
         """The node holding a definition's name, as the rule finds it."""
@@ -259,26 +327,23 @@ class _Walker:
         name as a value, a reference found by text (not exact)."""
         value = _text(node).strip().strip("'\"`")
         if LITERAL_NAME_RE.fullmatch(value):
-            line = node.start_point[0] + 1
-            self.index.references.append(
-                Reference(value, self.rel, line, self.lines[line - 1].strip(), exact=False)
-            )
+            self.entry.uses.setdefault(value, []).append(-(node.start_point[0] + 1))
 
-    def walk(self, node: Node, scope: list[str], inside: bool, member: bool = False) -> None:
+    def walk(
+        self, node: Node, scope: list[str], inside: bool, member: bool = False, body: bool = False
+    ) -> None:
         """Index ``node``: ``scope`` qualifies its names, ``inside`` says it is within a
-        definition, ``member`` that it is within a type (its functions are methods)."""
+        definition, ``member`` that it is within a type (its functions are methods), ``body``
+        that the innermost definition around it is a type (what it defines there is a field)."""
         rule = self.spec.definitions.get(node.type)
         if rule is None or (rule.needs and node.child_by_field_name(rule.needs) is None):
             span = (node.start_byte, node.end_byte)
             if node.type in self.spec.identifiers and node.child_count == 0 and span not in self.names:
-                line = node.start_point[0] + 1
-                self.index.references.append(
-                    Reference(_text(node), self.rel, line, self.lines[line - 1].strip())
-                )
+                self.entry.uses.setdefault(_text(node), []).append(node.start_point[0] + 1)
             elif "string" in node.type and node.child_count == 0:
                 self._literal(node)
             for child in node.children:
-                self.walk(child, scope, inside, member)
+                self.walk(child, scope, inside, member, body)
             return
         name_node = self.name_node(node, rule)
         if name_node is not None:
@@ -287,23 +352,42 @@ class _Walker:
             heads, name = self.split_name(name_node, rule)
         else:
             heads, name = [], _first_type_name(name_node)
-        if rule.top_level and inside:
-            name = ""
+        if rule.top_level and inside and not (rule.fields and body):
+            heads, name = self._instance_field(name_node, rule, scope, member)
         qualifier = _first_type_name(node.child_by_field_name(rule.qualifier)) if rule.qualifier else ""
         path = [*scope, qualifier] if qualifier else scope
         path = [*path, *heads]
         if name and rule.define:
             kind = rule.nested_kind if rule.nested_kind and (member or heads) else rule.kind
             line, end = node.start_point[0] + 1, node.end_point[0] + 1
-            self.index.symbols.append(
-                Symbol(name, ".".join([*path, name]), kind, self.rel, line, self._signature(node), end=end)
+            qualified = ".".join([*path, name])
+            self.fields_seen.add(qualified)
+            self.entry.symbols.append(
+                Symbol(name, qualified, kind, self.rel, line, self._signature(node), end=end)
             )
         inner = [*path, name] if rule.scope and name else path
-        within = member or (rule.scope and not rule.namespace)
+        typed = rule.scope and not rule.namespace
+        within = member or typed
         for child in node.children:
             if name_node is not None and child == name_node:
                 continue
-            self.walk(child, inner, True, within)
+            self.walk(child, inner, True, within, typed)
+
+    def _instance_field(
+        self, node: Node | None, rule: DefinitionRule, scope: list[str], member: bool
+    ) -> tuple[list[str], str]:
+        """``self.size`` assigned in a method of ``Bucket`` (whose scope is ``Bucket``'s: a
+        function does not qualify what it holds): ``size``, the first time in this file."""
+        if node is None or not rule.receiver or not member or not scope:
+            return [], ""
+        target, field = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+        if target is None or field is None or _text(target) != rule.receiver:
+            return [], ""
+        qualified = ".".join([*scope, _text(field)])
+        if qualified in self.fields_seen:
+            return [], ""
+        self.fields_seen.add(qualified)
+        return [], _text(field)
 
     def _signature(self, node: Node) -> str:
         body = node.child_by_field_name("body")
@@ -316,9 +400,13 @@ def iter_sources(
     under: Path, private: Callable[[Path], bool] = nothing, root: Path | None = None
 ) -> Iterator[Path]:
     """The files the index lists: the shared walk (agents.readable) of ``under``, hidden
-    directories, the paths ``private`` covers and every file resolving outside ``root`` (the
-    repository) left out."""
-    return walk(under, private, hidden_dirs=False, root=root)
+    directories, the generated and vendored trees (grounding.sources), the paths ``private``
+    covers and every file resolving outside ``root`` (the repository) left out."""
+
+    def left_out(path: Path) -> bool:
+        return private(path) or (generated_dir(path.name) and path.is_dir())
+
+    return walk(under, left_out, hidden_dirs=False, root=root)
 
 
 def language_of(path: Path, head: bytes) -> LanguageSpec | None:
@@ -348,24 +436,54 @@ def index_file(index: CodeIndex, path: Path, data: bytes | None = None) -> None:
     """Add one file to ``index`` (``data``: its bytes, when the caller read them already)."""
     rel = path.relative_to(index.root).as_posix()
     try:
-        data = confinement.read_bytes(path, index.root) if data is None else data
+        data, why = source_bytes(index.root, rel, path, data)
     except OutsideRepository:  # a link out of the repository: never listed, never quoted
         return
-    except OSError:
-        index.files.append(rel)
+    if data is None:
+        index.add(FileEntry(rel, note=why))
         return
-    index.files.append(rel)
-    spec = language_of(path, data[:200])
+    entry, lines = read_entry(rel, data, path)
+    index.add(entry, lines)
+
+
+def source_bytes(root: Path, rel: str, path: Path, data: bytes | None = None) -> tuple[bytes | None, str]:
+    """A file's bytes when it is source the index reads, else None and why not: larger than
+    ``max_file_bytes``, unreadable, or generated. A file resolving outside the repository is
+    :class:`~pipeline.confinement.OutsideRepository` (pipeline.confinement reads every file)."""
+    limit = claim_rules().max_file_bytes
+    if generated_path(rel, root=root):
+        return None, "not read: generated or vendored"
+    try:
+        data = confinement.read_bytes(path, root, limit=limit) if data is None else data
+    except TooLarge as exc:
+        return None, f"not read: {exc.size} bytes, more than {limit}"
+    except OSError as exc:
+        return None, f"not read: unreadable ({exc.strerror})"
+    if len(data) > limit:
+        return None, f"not read: {len(data)} bytes, more than {limit}"
+    if generated_text(edges(data)):
+        return None, "not read: generated (its first or last lines say so, or it is minified)"
+    return data, ""
+
+
+def read_entry(rel: str, data: bytes, path: Path | None = None) -> tuple[FileEntry, list[str] | None]:
+    """One file as the index holds it, and its lines when it is read as text (a configuration
+    file's entries are its symbols)."""
+    spec = language_of(path or Path(rel), data[:200])
     if spec is None:
         text = readable_text(data)
-        if text is not None and text.strip():
-            index.texts[rel] = text.split("\n")
-            index.sources[TEXT] += 1
-        return
+        if text is None or not text.strip():
+            return FileEntry(rel), None
+        lines = text.split("\n")
+        entry = FileEntry(rel, TEXT)
+        if config_kind(rel) is not None and len(data) <= claim_rules().max_config_bytes:
+            entry.symbols, entry.config = config_entries(rel, text, lines), True
+        return entry, lines
     tree = parser_for(spec.grammar, spec.language).parse(data)
     lines = data.decode("utf-8", "replace").split("\n")
-    index.sources[spec.name] += 1
-    _Walker(spec, rel, lines, index).walk(tree.root_node, [], False)
+    entry = FileEntry(rel, spec.name)
+    _Walker(spec, rel, lines, entry).walk(tree.root_node, [], False)
+    return entry, None
 
 
 def answer(index: CodeIndex, query: str, kind: str, limit: int) -> str:

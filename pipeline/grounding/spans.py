@@ -3,11 +3,14 @@
 Where PSI has a grammar for a file, a definition's fingerprint is the SHA-256 of its tokens
 (tree-sitter's leaves) without comments, Python docstrings or whitespace, so reformatting,
 re-indenting and comment edits leave it alone and any change of the code changes it. A class
-(any scope: a struct, an interface) counts by its own lines: its header, its fields and its
-methods' signatures; a method's body is the claim of the sentences that name the method. Every
-other file is fingerprinted as normalised text: comment lines dropped, a trailing comment cut,
-whitespace collapsed, blank lines ignored. Either way the definition's own name is masked
-(``@name``), so a renamed symbol keeps its fingerprint: that is how a rename is recognised.
+(any scope: a struct, an interface) counts by its declaration alone: its decorators, its name,
+its bases and whatever its body holds that defines nothing; each member (a method, a field) is
+the claim of the sentences that name it, so a class that gains an unrelated method is
+unchanged. A configuration entry counts by its lines (a ``.env`` variable by its name alone:
+its value is never digested). Every other file is fingerprinted as normalised text: comment
+lines dropped, a trailing comment cut, whitespace collapsed, blank lines ignored. Either way the
+definition's own name is masked (``@name``), so a renamed symbol keeps its fingerprint: that is
+how a rename is recognised.
 
 A code file is read for a claim only when it is a regular UTF-8 text file of at most
 ``max_file_bytes`` (params/claims.toml); any other is skipped with a note, never a traceback.
@@ -26,9 +29,12 @@ from pathlib import Path
 from tree_sitter import Node, Tree
 
 from pipeline import confinement
-from pipeline.grounding.mentions import claim_rules
-from pipeline.grounding.psi import CodeIndex, LanguageSpec, Symbol, index_file, language_of, parser_for
+from pipeline.grounding.config import env_file
+from pipeline.grounding.ledger import Method
+from pipeline.grounding.psi import LanguageSpec, language_of, parser_for, read_entry
 from pipeline.grounding.psi_text import bare_name, text_definitions
+from pipeline.grounding.rules import claim_rules
+from pipeline.grounding.symbols import Symbol
 
 MAX_TEXT_SPAN = 400
 """A text definition (a file no grammar reads) runs at most this many lines."""
@@ -49,16 +55,20 @@ def digest(parts: Iterator[str] | list[str]) -> str:
 
 @dataclass(slots=True)
 class CodeFile:
-    """A code file read for claims: its lines and, where PSI has a grammar, its syntax tree."""
+    """A code file read for claims: its lines and, where PSI has a grammar, its syntax tree; a
+    configuration file's entries are its symbols."""
 
     rel: str
     lines: list[str]
     spec: LanguageSpec | None = None
     tree: Tree | None = None
     symbols: list[Symbol] = field(default_factory=list)
+    config: bool = False
 
     @property
-    def method(self) -> str:
+    def method(self) -> Method:
+        if self.config:
+            return "config"
         return "tree-sitter" if self.tree is not None else "text"
 
 
@@ -90,13 +100,12 @@ def read_code(repo_root: Path, rel: str) -> CodeFile | str:
     if "\x00" in text:
         return "skipped: holds a NUL byte (a binary file)"
     lines = text.split("\n")
+    entry, _ = read_entry(rel, data, path)
     spec = language_of(path, data[:200])
     if spec is None:
-        return CodeFile(rel, lines)
-    index = CodeIndex(root=repo_root, root_under=repo_root)
-    index_file(index, path, data)
+        return CodeFile(rel, lines, symbols=entry.symbols, config=entry.config)
     tree = parser_for(spec.grammar, spec.language).parse(data)
-    return CodeFile(rel, lines, spec, tree, index.symbols)
+    return CodeFile(rel, lines, spec, tree, entry.symbols)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +124,7 @@ class Span:
 def definitions(code: CodeFile, query: str) -> list[Span]:
     """The definitions of ``query`` (bare, qualified or a dotted suffix) in one file."""
     query = query.strip().strip("`").removesuffix("()")
-    if code.tree is not None:
+    if code.tree is not None or code.config:
         return [
             Span(s.name, s.qualified, s.kind, s.line, s.end or s.line)
             for s in code.symbols
@@ -202,9 +211,9 @@ def text_fingerprint(lines: list[str], name: str | None = None, comments: bool =
     return digest(out)
 
 
-def _definition_node(code: CodeFile, span: Span) -> tuple[Node, bool] | None:
-    """The definition's node (with its wrapper: a decorator) and whether it is a scope (a class,
-    a struct: its methods' bodies are theirs, not its own)."""
+def _definition_node(code: CodeFile, span: Span) -> tuple[Node, Node, bool] | None:
+    """The definition's node with its wrapper (a decorator), the node itself, and whether it is
+    a scope (a class, a struct: its members are theirs, not its own)."""
     assert code.tree is not None and code.spec is not None
     wanted = code.spec.definitions
     stack = [code.tree.root_node]
@@ -217,17 +226,32 @@ def _definition_node(code: CodeFile, span: Span) -> tuple[Node, bool] | None:
             wrappers = claim_rules().wrappers.get(code.spec.name, frozenset())
             parent = node.parent
             outer = parent if parent is not None and parent.type in wrappers else node
-            return outer, wanted[node.type].scope
+            return outer, node, wanted[node.type].scope
         stack.extend(node.children)
     return None
 
 
-def _tokens(node: Node, code: CodeFile, name: str | None, outline: bool = False) -> Iterator[str]:
-    """The leaf tokens of ``node`` but comments and docstrings; with ``outline`` (a class), a
-    member function counts by its signature alone (its body is the member's own claim)."""
+def _member(current: Node, scope: Node, code: CodeFile) -> bool:
+    """Whether ``current``, inside the definition ``scope``, is a member's own definition (or a
+    member's decorated wrapper): the member's claim, not the scope's."""
+    assert code.spec is not None
+    definitions = code.spec.definitions
+    if current.start_byte <= scope.start_byte and current.end_byte >= scope.end_byte:
+        return False  # the scope itself, or its wrapper
+    if current.type in definitions:
+        return True
+    wrappers = claim_rules().wrappers.get(code.spec.name, frozenset())
+    return current.type in wrappers and any(c.type in definitions for c in current.children)
+
+
+def _tokens(
+    node: Node, code: CodeFile, name: str | None, outline: bool = False, scope: Node | None = None
+) -> Iterator[str]:
+    """The leaf tokens of ``node`` but comments and docstrings; with ``outline`` (a class,
+    ``scope`` its own node inside a wrapper), its declaration alone: every member's definition is
+    left out (it is the member's own claim)."""
     assert code.spec is not None
     docstrings = claim_rules().docstrings.get(code.spec.name, frozenset())
-    definitions = code.spec.definitions
     stack = [node]
     while stack:
         current = stack.pop()
@@ -235,10 +259,7 @@ def _tokens(node: Node, code: CodeFile, name: str | None, outline: bool = False)
             continue
         if current.type in docstrings and all("string" in c.type for c in current.named_children):
             continue
-        rule = definitions.get(current.type)
-        if outline and current != node and rule is not None and not rule.scope:
-            body = current.child_by_field_name("body")
-            stack.extend(reversed([c for c in current.children if body is None or c != body]))
+        if outline and _member(current, scope or node, code):
             continue
         if current.child_count == 0:
             text = (current.text or b"").decode("utf-8", "replace")
@@ -265,11 +286,13 @@ def span_fingerprint(code: CodeFile, span: Span) -> str:
     """A definition's fingerprint, its own name masked (merged ones: each part's, in order)."""
     if span.parts:
         return digest([span_fingerprint(code, part) for part in span.parts])
+    if code.config and env_file(code.rel):
+        return digest(["variable", span.name])  # a secret's value is never digested
     if code.tree is not None:
         found = _definition_node(code, span)
         if found is not None:
-            node, outline = found
-            return digest(_significant(_tokens(node, code, span.name, outline)))
+            node, inner, outline = found
+            return digest(_significant(_tokens(node, code, span.name, outline, inner)))
     return text_fingerprint(code.lines[span.first - 1 : span.last], span.name)
 
 

@@ -48,9 +48,12 @@ class BatchLine:
         ]
 
 
-def line_for(row: RowRecord, view: RunView | None, link: str | None) -> BatchLine:
-    """A directory's row: the record's figures, the outcome as the run's events now tell it."""
+def line_for(row: RowRecord, view: RunView | None, link: str | None, root: str | None = None) -> BatchLine:
+    """A directory's row: the record's figures, the outcome as the run's events now tell it;
+    paths under ``root`` (the repository) shown relative to it."""
     message = (view.message if view is not None and view.message else None) or row.message
+    if message and root:
+        message = message.replace(root.rstrip("/") + "/", "")
     passed = (view.outcome if view is not None else row.outcome) in ("PASS", None) and row.action not in (
         "bad",
         "busy",

@@ -35,6 +35,7 @@ from pipeline.formats.review_chain import tampered
 from pipeline.formats.revisions import FILES, INPUT_NAMES, Revision, basename
 from pipeline.formats.stamp import WorkflowSha
 from pipeline.grounding.drift import ClaimState, Drift
+from pipeline.grounding.index_store import store_for
 from pipeline.grounding.ledger import ledger_path, load_ledger
 from pipeline.runs.fingerprint import Fingerprints
 from pipeline.runs.lifecycle import PASS
@@ -151,13 +152,14 @@ class Context:
 
     def __init__(self, runs_dir: Path) -> None:
         self.prints = Fingerprints(runs_dir)
+        self.index_store = store_for(runs_dir)
         self._workflow: dict[Path, str] = {}
         self._drift: dict[Path, Drift] = {}
 
     def drift(self, repo_root: Path) -> Drift:
         """One drift checker per repository (the code files it reads are read once)."""
         if repo_root not in self._drift:
-            self._drift[repo_root] = Drift(repo_root)
+            self._drift[repo_root] = Drift(repo_root, self.index_store)
         return self._drift[repo_root]
 
     def workflow(self, repo_root: Path) -> str:

@@ -75,9 +75,17 @@ class RunView:
     when the run last recorded it (at its finish, pause, stop or discard)."""
     findings: list[Finding] = field(default_factory=list)
     """What remained at the finish."""
+    declined: list[str] = field(default_factory=list)
+    """The parts of the user's instruction the inline editor declined."""
     revisions: dict[str, RevisionRef] = field(default_factory=dict)
     """The revision the run recorded of each document (number, sha256, path); none in runs
     recorded before revisions were."""
+
+    def shown_outcome(self) -> str:
+        """The outcome as a line shows it: with how many parts of the instruction were declined."""
+        if not self.outcome or not self.declined:
+            return self.outcome or "-"
+        return f"{self.outcome}, {len(self.declined)} part(s) of the instruction declined"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +96,7 @@ class RunView:
             "state": self.state,
             "round": self.round,
             "outcome": self.outcome,
+            "declined": self.declined,
             "review_log_entry": self.review_log_entry,
             "tokens": self.tokens,
             "cost_usd": str(self.cost),
@@ -148,6 +157,7 @@ def _recorded(view: RunView, event: Event) -> None:
         case Finished():
             view.outcome, view.state = event.outcome, "finished"
             view.findings = list(event.findings)
+            view.declined = list(event.declined)
         case OutputsRecorded():
             view.outputs = event.digest
         case Wrote():
