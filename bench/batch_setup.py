@@ -91,15 +91,14 @@ def designloop_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
-def helper(mode: str, repo: Path, runs: Path, names: list[str], env: dict[str, str]) -> float:
-    done = subprocess.run(
-        [sys.executable, "-c", HELPER, mode, str(repo), str(runs), *names],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+def python(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
+
+
+def helper(mode: str, repo: Path, runs: Path, names: list[str], env: dict[str, str]) -> float:
+    done = python(["-c", HELPER, mode, str(repo), str(runs), *names], repo, env)
     if done.returncode != 0:
         raise SystemExit(f"the {mode} batch failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -115,14 +114,8 @@ def build(base: Path, large: int, first: int) -> tuple[Path, list[str], list[str
     done = [f"d{i:03d}" for i in range(large)]
     fresh = [f"f{i:03d}" for i in range(first)]
     repo = batch_repo(base, [done[0], *fresh])
-    env = designloop_env(ROOT)
-    one = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "batch", "create", f"docs/adr/{done[0]}", "-q"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    one = python(
+        ["-m", "pipeline.cli", "batch", "create", f"docs/adr/{done[0]}", "-q"], repo, designloop_env(ROOT)
     )
     if one.returncode != 0:
         raise SystemExit(f"the seed run failed:\n{one.stderr}")
@@ -169,14 +162,8 @@ def hash_inputs(repo: Path, names: list[str]) -> float:
 
 def cli_batch(repo: Path, names: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
-    command = ["batch", "create", *(f"docs/adr/{n}" for n in names), "--json"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *command],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    done = python(
+        ["-m", "pipeline.cli", "batch", "create", *(f"docs/adr/{n}" for n in names), "--json"], repo, env
     )
     wall = time.perf_counter() - started
     if done.returncode != 0 or json.loads(done.stdout)["totals"]["skipped"] != len(names):

@@ -44,7 +44,8 @@ AGENT_TIME = (
     "cohere",
     "httpx",
     "httpx2",
-    # the request cache, its retries, the PostgreSQL store and queue
+    # the event loop the runs go on, the request cache, its retries, the PostgreSQL store and queue
+    "asyncio",
     "diskcache",
     "tenacity",
     "psycopg",

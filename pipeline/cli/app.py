@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Annotated
@@ -162,6 +161,8 @@ def review(
 
     Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
     """
+    import asyncio
+
     from pipeline.agents.review import review_once
     from pipeline.agents.session import SessionOptions, check_models, open_session
     from pipeline.cli.paths import resolve

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -132,6 +131,8 @@ def present_batch(batch: Batch, quiet: bool = False) -> None:
 def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
     """Check everything that holds for the whole batch, run it (live on a terminal), report it
     (and write its SARIF), and exit with its most urgent code."""
+    import asyncio
+
     from pipeline.agents.session import check_budget, parse_cost
     from pipeline.errors import InputError
     from pipeline.fleet.batch import BatchOptions, BatchRunner, worker_processes
@@ -251,6 +252,8 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
 
 
 def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
+    import asyncio
+
     from rich.live import Live
 
     with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:

@@ -3,7 +3,6 @@ with it: hold its design directory's lock (``hold_directory``), run it and repor
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -78,6 +77,8 @@ def run_and_report(
     (live on a terminal, step by step on stderr with --verbose), print its result, and exit
     with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
     under the lock."""
+    import asyncio
+
     from pipeline.cli.output import is_terminal, pasteable
     from pipeline.fleet.resume import record_outputs
     from pipeline.fleet.rows import FINISHED

@@ -3,7 +3,6 @@ over the PostgreSQL store's queue (docs/scale.md)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -68,6 +67,8 @@ def _require_queue(store: str | None) -> None:
 
 def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
     """Check the flags and every directory, start (or pick up) each directory's run, queue it."""
+    import asyncio
+
     _require_queue(flags.store)
     from pipeline.cli.batch import check_session
     from pipeline.fleet.rows import BatchOptions
@@ -154,6 +155,8 @@ def worker(
 ) -> None:
     """Take queued runs from the PostgreSQL store and run them, --jobs at a time, until stopped
     (or, with --drain, until the queue is empty). Run it from a checkout of the repository."""
+    import asyncio
+
     from pipeline.errors import InputError
 
     _require_queue(store)
