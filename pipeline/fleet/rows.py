@@ -37,9 +37,9 @@ from pipeline.runs.lifecycle_read import Directory, revision_stores
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
 from pipeline.runs.revisions import input_digests
+from pipeline.runs.run_view import RunView
 from pipeline.runs.setup import RunPlan, plan_run
 from pipeline.runs.store import RunStore
-from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
 FINISHED = frozenset({PASS, SHOULD_FIX_REMAINS, BLOCKER_REMAINS, DECISION_NEEDED})

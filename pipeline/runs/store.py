@@ -25,7 +25,8 @@ from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.revisions import RevisionStore, SqliteRevisions
-from pipeline.runs.views import RunView, list_runs, read_view
+from pipeline.runs.run_view import RunView
+from pipeline.runs.views import ViewKeeper, list_runs, read_view
 from pipeline.settings import CHECKPOINTS, make_runs_dir
 
 if TYPE_CHECKING:  # what runs a graph imports; the commands that read run records never load it
@@ -239,6 +240,7 @@ def load_batch_file(path: Path) -> BatchRecord:
 def emit(store: RunStore, run_dir: Path, event: BaseEvent) -> None:
     """Append one event to a run's log, published to the store the run lives in."""
     log = EventLog(run_dir)
+    log.subscribe(ViewKeeper(run_dir))
     published = store.publish(run_dir)
     if published is not None:
         log.subscribe(published)
