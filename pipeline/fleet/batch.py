@@ -34,6 +34,7 @@ from pipeline.agents.pool import Pool, PooledBudget
 from pipeline.agents.resolve import OFFLINE
 from pipeline.agents.session import Sessions, SetUp
 from pipeline.errors import DesignloopError, ExitCode, InputError
+from pipeline.fleet.processes import WorkerPool
 from pipeline.fleet.resume import carry_on, start_new
 from pipeline.fleet.rows import (
     Batch,
@@ -97,8 +98,9 @@ class BatchRunner:
     ) -> None:
         self.options = options
         self.workers = workers
-        """Worker processes to run the directories in (fleet.processes); 0: every run in this
-        process, as tasks of its event loop."""
+        """Worker processes to run directories in besides this one (fleet.processes), which
+        then runs one at a time; 0: every run in this process, ``--jobs`` at once."""
+        self._processes: WorkerPool | None = None
         self.configure = configure
         self.store = store
         self.sessions = sessions or Sessions()
@@ -119,66 +121,80 @@ class BatchRunner:
 
     async def run(self, directories: list[Path]) -> Batch:
         self.batch.rows = [Row(portable(d, repo_root(d))) for d in directories]
-        if self.workers:
-            await self._in_processes(directories)
-        else:
-            await self._in_process(directories)
-        self.batch.save(self.store)
-        return self.batch
-
-    async def _in_process(self, directories: list[Path]) -> None:
         shared = self.store.cache()
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
         try:
-            previous = await asyncio.to_thread(latest_runs, self.store, self.options.kind)
-            gate = asyncio.Semaphore(max(1, self.options.jobs))
-            running: list[asyncio.Task[None]] = []
-            async with contextlib.AsyncExitStack() as stack:
-                saver: Any = None
-                try:
-                    for row, directory in zip(self.batch.rows, directories, strict=True):
-                        # Planned in a thread: the runs already started go on meanwhile.
-                        planned = await asyncio.to_thread(self._plan, row, directory, previous)
-                        if planned is None:
-                            self._say(row)
-                            continue
-                        if saver is None:  # nothing to run: no checkpoint store is opened (or created)
-                            saver = await stack.enter_async_context(self.store.checkpointer())
-                        running.append(asyncio.create_task(self._gated(gate, row, planned, saver)))
-                except BaseException:  # interrupted: the runs started stop before the checkpointer closes
-                    for task in running:
-                        task.cancel()
-                    await asyncio.gather(*running, return_exceptions=True)
-                    raise
-                await asyncio.gather(*running)
+            await self._plan_and_run(directories)
         finally:
+            if self._processes is not None:
+                self._processes.close()
             (shared or self.cache.inner).close()
+        self.batch.save(self.store)
+        return self.batch
 
-    async def _in_processes(self, directories: list[Path]) -> None:
-        """Every directory planned and run in one of ``workers`` processes (fleet.processes);
-        each row as its worker reports it, on the way and at the end."""
-        from pipeline.fleet.processes import WorkerPool
+    async def _plan_and_run(self, directories: list[Path]) -> None:
+        previous = await asyncio.to_thread(latest_runs, self.store, self.options.kind)
+        slots: asyncio.Queue[str] = asyncio.Queue()
+        for slot in [HERE] * (1 if self.workers else max(1, self.options.jobs)) + [ELSEWHERE] * self.workers:
+            slots.put_nowait(slot)
+        running: list[asyncio.Task[None]] = []
+        async with contextlib.AsyncExitStack() as stack:
+            saver: Any = None
+            try:
+                for index, (row, directory) in enumerate(zip(self.batch.rows, directories, strict=True)):
+                    # Planned in a thread: the runs already started go on meanwhile.
+                    planned = await asyncio.to_thread(self._plan, row, directory, previous)
+                    if planned is None:
+                        self._say(row)
+                        continue
+                    if saver is None:  # nothing to run: no checkpoint store is opened (or created)
+                        saver = await stack.enter_async_context(self.store.checkpointer())
+                        if self.workers:  # the worker processes start while the first run goes on
+                            self._worker_processes().warm()
+                    job = self._slotted(slots, index, directory, planned, saver)
+                    running.append(asyncio.create_task(job))
+            except BaseException:  # interrupted: the runs started stop before the checkpointer closes
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                raise
+            await asyncio.gather(*running)
 
-        rows = self.batch.rows
-
-        def relay(item: tuple[int, Row, BaseEvent | None]) -> None:
-            index, row, event = item
-            _copy(row, rows[index])
-            self._say(rows[index], event)
-
-        setup = (self.options, self.store.runs_dir)
-        with WorkerPool(self.workers, PRELOAD, _start_worker, setup, relay) as pool:
-            pairs = enumerate(zip(rows, directories, strict=True))
-            jobs = [pool.run(_run_one, index, row, directory) for index, (row, directory) in pairs]
-            ended = await asyncio.gather(*jobs, return_exceptions=True)
-        for row, result in zip(rows, ended, strict=True):
-            if isinstance(result, Row):
-                _copy(result, row)
-            elif isinstance(result, Exception):  # the worker itself failed: the row says how
-                row.fail(result)
-                self._say(row)
+    async def _slotted(
+        self, slots: asyncio.Queue[str], index: int, directory: Path, planned: Planned, saver: Any
+    ) -> None:
+        """The directory's run, here or in a worker process, whichever is free first."""
+        row = self.batch.rows[index]
+        slot = await slots.get()
+        try:
+            if slot == HERE:
+                await self._directory(row, planned, saver)
             else:
-                raise result
+                await self._elsewhere(index, row, directory)
+        finally:
+            slots.put_nowait(slot)
+
+    def _worker_processes(self) -> WorkerPool:
+        if self._processes is None:
+            rows = self.batch.rows
+
+            def relay(item: tuple[int, Row, BaseEvent | None]) -> None:
+                index, row, event = item
+                _copy(row, rows[index])
+                self._say(rows[index], event)
+
+            setup = (self.options, self.store.runs_dir)
+            self._processes = WorkerPool(self.workers, PRELOAD, _start_worker, setup, relay)
+        return self._processes
+
+    async def _elsewhere(self, index: int, row: Row, directory: Path) -> None:
+        """The directory planned again and run in a worker process (fleet.processes); its row as
+        the worker reports it, on the way and at the end."""
+        try:
+            _copy(await self._worker_processes().run(_run_one, index, row, directory), row)
+        except Exception as exc:  # the worker itself failed: the row says how
+            row.fail(exc)
+            self._say(row)
 
     async def one(self, row: Row, directory: Path) -> None:
         """Plan and run one directory, with a checkpointer of its own: a worker process's share
@@ -203,10 +219,6 @@ class BatchRunner:
         """Check the directory and fingerprint its inputs; None when its row is already done
         (bad input, an error, or skipped as unchanged)."""
         return plan_row(row, directory, self.options, self.fingerprints, previous, self.store, self.sessions)
-
-    async def _gated(self, gate: asyncio.Semaphore, row: Row, planned: Planned, saver: Any) -> None:
-        async with gate:
-            await self._directory(row, planned, saver)
 
     async def _directory(self, row: Row, planned: Planned, saver: Any) -> None:
         """One directory, under its lock: whatever goes wrong is its row, never the batch's end."""
@@ -362,6 +374,8 @@ class BatchRunner:
         self._say(row)
 
 
+HERE, ELSEWHERE = "here", "elsewhere"
+"""Where a directory's run goes: this process, or a worker process."""
 PRELOAD = ("pipeline.fleet.batch", "pipeline.offline.engines")
 """What the worker processes' server imports once: the runner and the offline engine."""
 _worker: list[tuple[BatchRunner, Any]] = []
@@ -391,18 +405,16 @@ def _copy(source: Row, target: Row) -> None:
 
 
 def worker_processes(options: BatchOptions, setup: SetUp, store: RunStore, directories: int) -> int:
-    """How many worker processes a batch runs its directories in (fleet.processes): one per
-    directory, up to ``--jobs`` and the cores this process may use, when every role runs on the
-    offline engine (its work holds the interpreter's lock, there is no request in flight to
-    share and no budget to pool) and the runs live in the local store; else none (also when
-    that makes one), and the runs are tasks of one event loop, waiting on their models
-    together."""
+    """How many worker processes a batch runs directories in besides its own (fleet.processes):
+    with its own, one per directory up to ``--jobs`` and the cores this process may use, when
+    every role runs on the offline engine (its work holds the interpreter's lock, there is no
+    request in flight to share and no budget to pool) and the runs live in the local store;
+    else none, and the runs are tasks of one event loop, waiting on their models together."""
     offline = all(spec == OFFLINE for spec in setup.specs.values())
     pooled = options.batch_tokens is not None or options.batch_cost is not None
     if not offline or pooled or not isinstance(store, LocalStore):
         return 0
-    workers = min(options.jobs, directories, _cores())
-    return workers if workers > 1 else 0
+    return max(0, min(options.jobs, directories, _cores()) - 1)
 
 
 def _cores() -> int:

@@ -3,8 +3,8 @@ imported the runtime once, each set up once, with what their jobs report relayed
 
 The offline engine, the mechanical checks and the graph's own work are Python that holds the
 interpreter's lock: runs that share one process share one core, whatever ``--jobs`` says. A
-batch whose every role runs on the offline engine (fleet.batch) runs its directories in these
-processes instead. They are made by multiprocessing's forkserver: the server imports the
+batch whose every role runs on the offline engine (fleet.batch) runs directories in these
+processes beside its own. They are made by multiprocessing's forkserver: the server imports the
 modules named once, and each worker is a fork of it, so no worker pays the imports again and
 none inherits the batch's threads (the planner, the cache's, the event loop's executor).
 
@@ -37,6 +37,7 @@ class WorkerPool:
         initargs: tuple[Any, ...],
         relay: Callable[[Any], None],
     ) -> None:
+        self.workers = workers
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(preload))
         self.queue: Any = context.Queue()
@@ -53,6 +54,11 @@ class WorkerPool:
     def _read(self) -> None:
         while (item := self.queue.get()) is not _END:
             self.relay(item)
+
+    def warm(self) -> None:
+        """Start the workers now (the server imports, each worker sets up), before any job."""
+        for _ in range(self.workers):
+            self.executor.submit(_ready)
 
     async def run(self, job: Callable[..., T], *args: Any) -> T:
         """``job(*args)`` in a worker (one job at a time per worker, in the order given)."""
@@ -74,3 +80,7 @@ class WorkerPool:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close(cancel=exc is not None)
+
+
+def _ready() -> None:
+    """A job that does nothing: it makes a worker start (``WorkerPool.warm``)."""

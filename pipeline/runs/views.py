@@ -37,6 +37,7 @@ VIEW = ".view.json"
 """A run's view as its log last told it, in the run directory (runs/ is designloop's own)."""
 REPLAYED_BY = (
     "runs/views.py",
+    "runs/run_view.py",
     "runs/replay.py",
     "runs/events.py",
     "runs/event_fields.py",
