@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -92,3 +93,26 @@ def test_processes_only_when_every_role_runs_offline_and_nothing_is_pooled(
     modelled = SessionOptions(model="openai:gpt-4.1-mini", runs_dir=repo / "runs")
     with_model = Sessions().set_up(repo, modelled)
     assert worker_processes(BatchOptions(PHASE1, modelled, jobs=2), with_model, store, 10) == 0
+
+
+@pytest.mark.slow
+def test_the_command_with_worker_processes_leaves_nothing_behind_and_says_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """`designloop batch create --jobs 2` as a process: every run passes, and what it says (in a
+    pipe, the summary on stderr) is the summary alone: nothing is reported on the way out (no
+    semaphore or process left over for the interpreter's trackers to name)."""
+    repo = batch_repo(tmp_path, ["a", "b", "c"])
+    done = subprocess.run(
+        ["designloop", "batch", "create", "docs/adr/*", "--jobs", "2", "-q"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert (
+        said[0].startswith("3 directories: 3 PASS") and said[1].startswith("reviewed by") and len(said) == 2
+    )
+    assert len({e.pid for e in all_events(repo / "runs")}) == 2

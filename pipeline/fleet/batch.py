@@ -1,4 +1,5 @@
-"""One creation run per design directory, many at once in one process (``designloop batch``).
+"""One creation run per design directory, many at once (``designloop batch``): in one process,
+or, when every role runs on the offline engine, also in worker processes beside it.
 
 Every directory is checked like a single run, and its inputs fingerprinted, one after another
 in a planner thread; each directory's run starts as soon as it is planned (within ``--jobs``),
@@ -125,6 +126,11 @@ class BatchRunner:
         self.cache = SharedCache(shared or LazyCache(self.store.runs_dir / CACHE_DIR))
         try:
             await self._plan_and_run(directories)
+        except BaseException:  # interrupted: the workers' jobs not started yet are dropped
+            if self._processes is not None:
+                self._processes.close(cancel=True)
+                self._processes = None
+            raise
         finally:
             if self._processes is not None:
                 self._processes.close()

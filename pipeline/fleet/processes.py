@@ -42,7 +42,7 @@ class WorkerPool:
         context.set_forkserver_preload(list(preload))
         self.queue: Any = context.Queue()
         self.relay = relay
-        self.executor = ProcessPoolExecutor(
+        self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
             initializer=initializer,
@@ -55,23 +55,35 @@ class WorkerPool:
         while (item := self.queue.get()) is not _END:
             self.relay(item)
 
+    def _open(self) -> ProcessPoolExecutor:
+        if self.executor is None:
+            raise RuntimeError("the worker pool is closed")
+        return self.executor
+
     def warm(self) -> None:
         """Start the workers now (the server imports, each worker sets up), before any job."""
         for _ in range(self.workers):
-            self.executor.submit(_ready)
+            self._open().submit(_ready)
 
     async def run(self, job: Callable[..., T], *args: Any) -> T:
         """``job(*args)`` in a worker (one job at a time per worker, in the order given)."""
-        return await asyncio.wrap_future(self.executor.submit(job, *args))
+        return await asyncio.wrap_future(self._open().submit(job, *args))
 
     def close(self, cancel: bool = False) -> None:
         """Stop the workers (the jobs not started yet are dropped with ``cancel``), then let
-        everything they reported reach ``relay``."""
-        self.executor.shutdown(wait=True, cancel_futures=cancel)
+        everything they reported reach ``relay``. The pool's queues and their semaphores are let
+        go of here: a command leaves through ``os._exit`` (pipeline.cli.run), where no
+        finalizer would run."""
+        executor, self.executor = self.executor, None
+        if executor is None:
+            return
+        executor.shutdown(wait=True, cancel_futures=cancel)
+        del executor
         self.queue.put(_END)
         self._reader.join()
         self.queue.close()
         self.queue.join_thread()
+        self.queue = None
 
     def __enter__(self) -> WorkerPool:
         return self
