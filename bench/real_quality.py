@@ -457,6 +457,35 @@ def import_labels(findings: Path, labels: Path, out: Path) -> int:
     return len(judged)
 
 
+def useful_kept(sets: tuple[str, ...], items: list[Item]) -> list[str]:
+    """Per set, the findings its reader judged useful that the engine still reports (the same
+    document and rule, at the same line or with the same quote, at any severity), and those it
+    no longer reports."""
+    out = []
+    for name in sets:
+        path = REAL / LABEL_FILES.get(name, "labels.toml")
+        if not path.is_file():
+            continue
+        docs = {doc.name for doc in documents((name,))} | {f"logs/{n}/research-log.md" for n in logs((name,))}
+        rows = tomllib.loads(path.read_text(encoding="utf-8")).get("label", [])
+        useful = [x for x in rows if x["judgement"] == "useful" and x["doc"] in docs]
+        if not useful:
+            continue
+        missing = [
+            x
+            for x in useful
+            if not any(
+                i.doc == x["doc"]
+                and i.rule == x["rule"]
+                and (i.line == x.get("line") or i.quote == x.get("quote"))
+                for i in items
+            )
+        ]
+        out.append(f"{name}: {len(useful) - len(missing)} of {len(useful)} useful findings still reported")
+        out += [f"  not reported: {x['doc']}:{x.get('line')} {x['rule']} {x.get('quote')!r}" for x in missing]
+    return out
+
+
 def worth_reading(items: list[Item], labels: dict[Any, tuple[str, str]]) -> str:
     """Suggestions per role: how many of the labelled ones were worth an author's time."""
     rows = defaultdict(list)
@@ -480,6 +509,9 @@ def main() -> None:
     parser.add_argument("--export-suggestions", type=int, default=30)
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--import-labels", nargs=3, type=Path, metavar=("FINDINGS", "LABELS", "OUT"))
+    parser.add_argument(
+        "--useful-kept", action="store_true", help="per set, the findings judged useful still reported"
+    )
     args = parser.parse_args()
     if args.import_labels:
         print(f"{import_labels(*args.import_labels)} labels written to {args.import_labels[2]}")
@@ -490,6 +522,9 @@ def main() -> None:
         items, texts = collect(Path(tmp), sets)
         if args.labels_sample:
             print_sample(items, labels, texts, args.labels_sample)
+            return
+        if args.useful_kept:
+            print("\n".join(useful_kept(sets, items)))
             return
         if args.export:
             written = export(items, texts, args.export, args.export_suggestions, args.seed)

@@ -111,3 +111,25 @@ def designloop_argv(*args: str) -> list[str]:
     if script.exists():
         return [str(script), *args]
     return [sys.executable, "-m", "pipeline.cli", *args]
+
+
+def fresh_clone(tmp_path: Path) -> Path:
+    """What a fresh clone of this checkout holds: every file git tracks or would track, as it is
+    now on disk (a change not yet committed is tested too), in a new repository."""
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    )
+    clone = tmp_path / "clone"
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = root / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
+    return clone

@@ -54,10 +54,10 @@ def test_a_model_s_declined_part_is_named_in_every_place_the_outcome_shows(
     # What status and runs say of the run afterwards.
     runs = ["--runs-dir", str(tmp_path / "runs")]
     status = run_cli(["status", data["run_id"], *runs])
-    assert "outcome PASS, 1 part(s) of the instruction declined" in status.out
+    assert "outcome PASS, 1 part of the instruction declined" in status.out
     assert f"declined: {DECLINED}" in status.out
     assert json.loads(run_cli(["status", data["run_id"], *runs, "--json"]).out)["declined"] == [DECLINED]
-    assert "PASS, 1 part(s) of the instruction declined" in run_cli(["runs", *runs]).out
+    assert "PASS, 1 part of the instruction declined" in run_cli(["runs", *runs]).out
 
 
 def test_the_grep_a_model_sends_reaches_the_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,9 +77,10 @@ def test_piped_output_is_a_valid_diff_with_no_ansi_and_names_the_engine(tmp_path
     check = git(repo, "apply", "-R", "--check", str(patch))
     assert check.returncode == 0, check.stderr
     # Who reviewed: the outcome line and the review-log entry say it (and the revision it left).
-    last = out.rstrip().splitlines()[-1]
-    assert "reviewed by the offline engine for every role (rule-based, no model)" in last
-    assert last.endswith("; design.md r1 candidate")
+    outcome, step = out.rstrip().splitlines()[-2:]
+    assert "reviewed by the offline engine for every role (rule-based, no model)" in outcome
+    assert outcome.endswith("; design.md r1 candidate")
+    assert step.startswith("next: designloop approve docs/adr/0001 accepts design.md r1 (a candidate")
     assert "**Models**: the offline engine for every role" in d.mutations.read_text()
 
 
@@ -105,7 +106,9 @@ def test_quiet_prints_the_outcome_alone_and_no_diff_leaves_the_diff_out(tmp_path
     d = make_repo(tmp_path)
     quiet = in_process([*EDIT, "-q"], d.repo_root)
     assert quiet.returncode == 0, quiet.stderr
-    assert quiet.stdout.count("\n") == 1 and quiet.stdout.startswith("run ") and ": PASS" in quiet.stdout
+    # The outcome line, then the next step: nothing else.
+    assert quiet.stdout.count("\n") == 2 and quiet.stdout.startswith("run ") and ": PASS" in quiet.stdout
+    assert quiet.stdout.splitlines()[1].startswith("next: designloop approve ")
     assert quiet.stderr == ""
     again = [*EDIT[:-4], "--old", "An allowed request,", "--new", "A request let through,", "--no-diff", "-v"]
     shown = in_process(again, d.repo_root)

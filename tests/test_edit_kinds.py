@@ -38,7 +38,7 @@ def test_content_edit_reads_the_bounded_scope_and_keeps_line_1(tmp_path: Path) -
     )
     entry = entry_text(d, out["review_log_entry"])
     assert "**Mechanical checks** (target=design): PASS" in entry
-    assert "**Cold-read** (scope: bounded): PASS (comprehension-review)" in entry
+    assert "**Cold-read** (scope: bounded): PASS (comprehension-review, readability-auditor)" in entry
     assert '§"Buckets per tenant and route"' in entry and "Working-mode counter" not in entry
 
 
@@ -296,7 +296,7 @@ def test_a_partly_declined_instruction_never_ends_a_plain_pass(tmp_path: Path) -
     result = run_cli([*args, "--runs-dir", str(tmp_path / "runs")])
     lines = result.out.strip().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("run ") and ": PASS" in line)
-    assert result.code == 0 and ": PASS, 1 part(s) of the instruction declined" in lines[at], lines
+    assert result.code == 0 and ": PASS, 1 part of the instruction declined" in lines[at], lines
     assert lines[at + 1].startswith("declined: make it shorter"), lines
 
 
@@ -405,4 +405,7 @@ def test_an_edits_json_carries_its_suggestions_and_the_entry_names_every_role(tm
     }
     assert out["blocking"] == 0
     entry = entry_text(d, 1)
-    assert "**Rounds**:\n- round 1: mechanical PASS; comprehension-review 1 suggestion" in entry
+    assert (
+        "**Rounds**:\n- round 1: mechanical PASS; readability-auditor PASS; comprehension-review 1 suggestion"
+        in entry
+    )

@@ -88,9 +88,9 @@ def test_a_run_of_capitalised_words_across_punctuation_defines_no_acronym() -> N
     )
     found = comprehension_of(text, seed=True)
     assert [f.severity for f in found if f.rule == "cr-term-order"] == ["suggestion"]
-    # Another project's document writes for its own readers: no list of acronyms it never
-    # defines (docs/offline.md, "Severity policy").
-    assert not [f for f in comprehension_of(text) if f.rule == "cr-term-order"]
+    # Another project's document that spells out its acronyms gets the same list, the same
+    # suggestion: softened where its author answers to other rules, never muted.
+    assert [f.severity for f in comprehension_of(text) if f.rule == "cr-term-order"] == ["suggestion"]
 
 
 # 2. Definitions missed ------------------------------------------------------------------------
@@ -297,10 +297,10 @@ def test_a_word_rule_of_taste_reports_a_padded_paragraph_not_a_word_here_and_the
     found = review(repo(tmp_path / "nixos", nixos, stamped=True), "readability-auditor")
     filler = [f for f in found if f.rule == "hs-filler"]
     assert [(f.line, f.severity) for f in filler] == [(233, "suggestion")]  # 232, below the stamp
-    # Another project's document keeps its writer's style: no habit of the house style is
-    # reported (params/offline.toml, house_habits).
+    # Another project's document is told of the same habit, as the same suggestion: softened
+    # where its author answers to other rules, never muted.
     found = review(repo(tmp_path / "nixos-own", nixos), "readability-auditor")
-    assert not [f for f in found if f.rule == "hs-filler"]
+    assert [(f.line, f.severity) for f in found if f.rule == "hs-filler"] == [(232, "suggestion")]
     assert "'the fact that' (line 233)" in filler[0].message and "(line 346" not in filler[0].message
 
 
@@ -544,8 +544,9 @@ WBT = "The Wide Bridge Table (WBT) holds them. "
 def test_acronyms_are_listed_only_where_the_document_defines_acronyms() -> None:
     # PyTorch's conda RFC (XLA, AMD, DIY), its quantization RFC (NVIDIA), its CI relay RFC
     # (PAT), Lightning's BOLT 11 (QR, USD) and route blinding (PTLC, BFS), the component
-    # model's dynamic linking (WAST): documents that spell out no acronym write for readers
-    # who know them, and list none.
+    # model's dynamic linking (WAST): another project's documents that spell out no acronym
+    # write for readers who know them, and list none. A design in the seed's shape answers to
+    # the house style, which defines every acronym: it is given the list whatever it spells out.
     for doc in (
         "pytorch-rfc-0006-conda-distribution.md",
         "pytorch-rfc-0019-extending-pytorch-quantization-to-custom-backends.md",
@@ -554,14 +555,17 @@ def test_acronyms_are_listed_only_where_the_document_defines_acronyms() -> None:
         "lightning-bolts-route-blinding.md",
         "wasm-component-model-shared-everything-dynamic-linking.md",
     ):
-        assert not [f for f in _corpus(doc, seed=True) if "never defined" in f.message], doc
+        assert not [f for f in _corpus(doc) if "never defined" in f.message], doc
     # Where the document's own convention is to define its acronyms, the one it leaves
     # undefined is listed.
     text = "# T\n\n## Overview\n\n" + WBT + "The QZX bridge carries media.\n"
     assert [f.message for f in comprehension_of(text, seed=True) if f.rule == "cr-term-order"] == [
         "1 acronym is never defined: QZX (line 5)"
     ]
-    assert not [f for f in comprehension_of(text.replace(WBT, ""), seed=True) if f.rule == "cr-term-order"]
+    assert not [f for f in comprehension_of(text.replace(WBT, "")) if f.rule == "cr-term-order"]
+    assert [
+        f.message for f in comprehension_of(text.replace(WBT, ""), seed=True) if f.rule == "cr-term-order"
+    ] == ["1 acronym is never defined: QZX (line 5)"]
 
 
 def test_an_acronym_before_a_level_is_a_use() -> None:
@@ -702,9 +706,12 @@ def test_a_label_dash_in_a_list_and_hedges_under_a_future_note_are_no_findings(t
         for f in review(repo(tmp_path / "d", text=dashes, stamped=True), "readability-auditor")
         if f.rule == "hs-em-dash"
     ]
-    assert not [
-        f for f in review(repo(tmp_path / "e", text=dashes), "readability-auditor") if f.rule == "hs-em-dash"
-    ]
+    # Another project's document is told too, as a suggestion (softened, never muted).
+    assert [
+        f.severity
+        for f in review(repo(tmp_path / "e", text=dashes), "readability-auditor")
+        if f.rule == "hs-em-dash"
+    ] == ["suggestion"]
 
 
 # Classes a fifth held-out set showed (Prometheus's, Thanos's, Argo CD's and Kubeflow's proposals)
@@ -758,16 +765,17 @@ def test_the_name_field_of_an_opening_metadata_block_is_the_title() -> None:
     assert [f.quote for f in comprehension_of(unnamed) if f.rule == "cr-term-order"] == ["QZE"]
 
 
-def test_another_projects_document_keeps_its_writers_style(tmp_path: Path) -> None:
+def test_another_projects_document_is_told_of_the_house_styles_habits_as_suggestions(tmp_path: Path) -> None:
     # cert-manager's memory management (stacked passives, lines 500-524) and Crossplane's
     # cross-resource referencing ("very", "in order to", lines 26-29): habits the house style
-    # asks designloop's own author to drop, and a reader of another project's document would
-    # not be glad to be told of.
+    # asks designloop's own author to drop. Another project's document is told of them too,
+    # as suggestions: softened where its author answers to other rules, never muted.
     for doc, rule in (
         ("cert-manager-20221205-memory-management.md", "hs-passive-stack"),
         ("crossplane-one-pager-cross-resource-referencing.md", "hs-filler"),
     ):
-        assert not [f for f in review(repo(tmp_path / rule, doc), "readability-auditor") if f.rule == rule]
+        found = review(repo(tmp_path / rule, doc), "readability-auditor")
+        assert {f.severity for f in found if f.rule == rule} == {"suggestion"}, doc
         stamped = review(repo(tmp_path / f"{rule}-stamped", doc, stamped=True), "readability-auditor")
         assert [f for f in stamped if f.rule == rule], doc
 
@@ -809,7 +817,7 @@ def test_a_pointer_to_the_glossary_and_a_name_in_brackets_define_a_term() -> Non
     # the different tools, terms and techniques" (line 18), and "sign a statement (publish
     # attestation)" (line 260).
     found = _corpus("npm-rfc-0049-link-packages-to-source-and-build.md")
-    assert not [f for f in found if f.rule == "cr-term-order"], found
+    assert not [f for f in found if f.rule == "cr-term-order" and "acronym" not in f.message], found
     text = (
         "# T\n\n## Overview\n\nIt runs.{pointer}\n\n## Claiming\n\nThe worker holds a {use} while it runs.\n\n"
         "A.\n\nB.\n\nC.\n\nD.\n\n## Glossary\n\n- **Lease window**: the time a claim lasts.\n"

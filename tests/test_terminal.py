@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE_OUTPUTS, ROOT
-from ptykit import Screen, designloop_argv, in_terminal
+from ptykit import Screen, designloop_argv, fresh_clone, in_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -97,25 +97,6 @@ def readme_commands() -> list[str]:
     return [block.strip() for block in blocks]
 
 
-def _fresh_clone(tmp_path: Path) -> Path:
-    """What a fresh clone of this checkout holds: every file git tracks or would track, as it is
-    now on disk (a change not yet committed is tested too), in a new repository."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    )
-    clone = tmp_path / "clone"
-    for name in filter(None, listed.stdout.decode().split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (clone / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, clone / name)
-    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
-    return clone
-
-
 def _fresh_shell() -> dict[str, str | None]:
     """A new shell's environment: no virtual environment active, its bin/ off the PATH."""
     import os
@@ -134,7 +115,7 @@ one of its own tests."""
 
 def test_the_readmes_two_commands_run_as_written_in_a_terminal_on_a_fresh_clone(tmp_path: Path) -> None:
     first, second = readme_commands()
-    clone = _fresh_clone(tmp_path)
+    clone = fresh_clone(tmp_path)
     created = in_terminal(["bash", "-c", first], clone, _fresh_shell())
     _passed(created, "phase1-creation")
     assert (clone / DIR / "_workflow" / "design.md").is_file()

@@ -44,7 +44,7 @@ def test_the_mechanical_line_counts_each_severity() -> None:
 
 def test_the_verdict_line_names_declined_parts() -> None:
     line = step_line(VerdictCheck(round=1, outcome="PASS", remaining=0, declined=1))
-    assert line == "  verdict: PASS (0 remaining, 1 part(s) of the instruction declined)"
+    assert line == "  verdict: PASS (0 remaining, 1 part of the instruction declined)"
 
 
 def test_a_run_s_round_line_counts_the_mechanical_findings_it_left_open(tmp_path: Path) -> None:

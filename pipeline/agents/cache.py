@@ -280,6 +280,28 @@ class CachedModel(WrapperModel):
         return response
 
 
+class RuleEngine(WrapperModel):
+    """The offline engine as the runtime runs it: answered afresh on every request, never from
+    the cache (it is deterministic and quick, and a stored answer would outlive a change to its
+    rules), and recorded as no model call: no tokens, no calls, no cache hits. A fan-out is
+    still told when its first answer is in."""
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        recorder = RECORDER.get()
+        if recorder is not None and recorder.first_request is None:
+            body = request_body(self.model_name, messages, model_request_parameters, model_settings)
+            recorder.first_request = json.dumps(body, default=str, ensure_ascii=False)
+        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        if recorder is not None:
+            recorder.answered()
+        return replace(response, usage=RequestUsage())
+
+
 def open_cache(directory: Path) -> diskcache.Cache:
     make_runs_dir(directory.parent)
     directory.mkdir(parents=True, exist_ok=True)

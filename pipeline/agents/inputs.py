@@ -64,6 +64,9 @@ class EditScope:
     plan_path: Path | None = None
     plan_dir: Path | None = None
     note: str | None = None
+    changed_lines: tuple[int, int] | None = None
+    """The first and last line of design.md the edit changed: the readability auditor's slice
+    on an interactive kind (design-sync's prose pass reads the whole design)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +205,13 @@ def _edit_params(role: str, inputs: RoundInputs, edit: EditScope) -> dict[str, o
         return params
     if role == "readability-auditor":
         total = len(split_lines(read_text(inputs.draft, what="design").text))
-        # One whole-document pass: no slice_count or total_lines, so the whole-doc guard stays inert.
-        return {"target": "design", "target_path": inputs.rel(inputs.draft), "slice": (1, max(total, 1))}
+        # One pass over what the edit changed (design-sync: the whole design); no slice_count or
+        # total_lines, so the whole-doc guard stays inert.
+        first, last = edit.changed_lines or (1, max(total, 1))
+        return {"target": "design", "target_path": inputs.rel(inputs.draft), "slice": (first, last)}
     raise InputError(
         f"role {role} takes no part in an interactive edit",
-        hint="an edit runs the comprehension review (and, on design-sync, the readability auditor)",
+        hint="an edit runs the comprehension review and the readability auditor",
     )
 
 

@@ -169,6 +169,28 @@ def engine_summary(models: Mapping[str, str]) -> str:
     )
 
 
+REVIEWERS = frozenset(
+    {
+        "readability-auditor",
+        "comprehension-review",
+        "absorption-check",
+        "fidelity-check",
+        "adversarial-review",
+    }
+)
+"""The roles that judge a text (the author and the editor write it)."""
+
+
+def not_judged(models: Mapping[str, str]) -> list[str]:
+    """What no review of this run judged: when a reviewing role ran on the offline engine, the
+    judgements a rule cannot make (params/offline.toml ``not_judged``); else nothing."""
+    if not any(model == OFFLINE and role in REVIEWERS for role, model in models.items()):
+        return []
+    from pipeline.offline.text import lexicon
+
+    return list(lexicon().not_judged)
+
+
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
     """Remove API keys (by the providers' variables and by shape) from text bound for logs."""
     env = os.environ if env is None else env

@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from pipeline.agents.cache import (
     CallLog,
     InFlight,
     RequestCache,
+    RuleEngine,
 )
 from pipeline.agents.confine import LogVersions, Private
 from pipeline.agents.models import build_model, describe_failure, settings_for
@@ -44,6 +46,7 @@ from pipeline.formats.contracts import OUTPUT_TYPES, AuthorOutput, ReviewOutput
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import Status
 from pipeline.formats.spawn_params import SpawnParams
+from pipeline.offline.deadline import EngineTimeout, overdue, spawn_deadline
 from pipeline.offline.observe import EngineError
 from pipeline.settings import Limits
 
@@ -136,7 +139,8 @@ class Runtime:
             elif spec == OFFLINE:
                 from pipeline.offline.engines import offline_model
 
-                base = offline_model(role, self.limits)
+                self._models[role] = RuleEngine(offline_model(role, self.limits))
+                return self._models[role]
             else:
                 base = self.provider_model(spec)
             self._models[role] = CachedModel(base, self.cache, self.policy, self.inflight)
@@ -278,13 +282,14 @@ class Runtime:
             log = CallLog(first_answer=first_answer)
             attempt_token, recorder_token = ATTEMPT.set(attempt), RECORDER.set(log)
             try:
-                result = await self.agent_for(spawn).run(
-                    spawn.prompt,
-                    deps=ctx,
-                    usage_limits=self.budget.limits(self.ledger.total()),
-                    model_settings=settings_for(self.model_for(role.name).system),
-                    timeout=self.timeout,
-                )
+                with self._deadline(role.name, spec):
+                    result = await self.agent_for(spawn).run(
+                        spawn.prompt,
+                        deps=ctx,
+                        usage_limits=self.budget.limits(self.ledger.total()),
+                        model_settings=settings_for(self.model_for(role.name).system),
+                        timeout=self.timeout,
+                    )
             except UsageLimitExceeded as exc:
                 self._record(usage, log, spawn)
                 raise self.budget.stop(role.name, str(exc), usage) from None
@@ -299,7 +304,11 @@ class Runtime:
                 continue
             except FAILURES as exc:
                 self._record(usage, log, spawn)
-                error = describe_failure(exc, spec, self.base_url)
+                error = (
+                    overdue(role.name, self.timeout)
+                    if spec == OFFLINE and isinstance(exc, TimeoutError | EngineTimeout)
+                    else describe_failure(exc, spec, self.base_url)
+                )
                 continue
             finally:
                 ATTEMPT.reset(attempt_token)
@@ -334,6 +343,11 @@ class Runtime:
             started,
             first,
         )
+
+    def _deadline(self, role: str, spec: str) -> AbstractContextManager[object]:
+        """An offline spawn's attempt keeps ``spawn_timeout`` itself (offline.deadline): its
+        engine runs in a worker thread the agent's own time-out cannot stop."""
+        return spawn_deadline(role, self.timeout) if spec == OFFLINE else nullcontext()
 
     def _record(self, usage: Usage, log: CallLog, spawn: Spawn) -> None:
         spent = Usage()

@@ -9,13 +9,23 @@ from collections.abc import Iterator
 
 from pipeline.checks.context import CheckContext, rule
 from pipeline.formats.findings import Fix
+from pipeline.formats.prose_inline import code_span_runs
+
+
+def _code(line: str) -> list[tuple[int, int]]:
+    return [(start, end) for start, end, _ in code_span_runs(line)]
+
 
 CODE = r"[A-Z]{1,3}\d+(?:\.\d+)*[a-z]?"
-SECTION_REF = r'§\s*(?:"[^"]+"|[\w.\-]+(?:\s+[\w.\-]+)*)'
-ITEM = rf"(?:(?:per|see(?:\s+also)?|cf\.?|also|ref\.?|via)\s+)?(?:{CODE}|{SECTION_REF})"
-ASIDE_RE = re.compile(rf"^\s*{ITEM}(?:\s*(?:,|;|/|&|\band\b)\s*{ITEM})*\s*$")
+PREFIX = r"(?:per|see(?:\s+also)?|cf\.?|also|ref\.?|via)\s+"
+# A section name's words are taken possessively (giving words back to try "and D1" as a
+# separator made "§x and D1 and D1 ..." quadratic). The one place a word must be left to the
+# separator is "and" before the next section reference: "§x and §y", "§x and see §y".
+NAME_WORD = rf"(?!and\s*(?:{PREFIX})?§)[\w.\-]+"
+SECTION_REF = rf'§\s*(?:"[^"]+"|[\w.\-]+(?:\s+{NAME_WORD})*+)'
+ITEM = rf"(?:{PREFIX})?(?:{CODE}|{SECTION_REF})"
+ASIDE_RE = re.compile(rf"^\s*{ITEM}(?:\s*(?:,|;|/|&|\band\b)\s*{ITEM})*+\s*$")
 PAREN_RE = re.compile(r"\(([^()\n]*)\)")
-CODE_SPAN_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 REVERSE_RE = re.compile(
     r"(?:implementation-plan\.md|(?<![\w-])track-\d+\.md|\]\(\s*(?:\.{1,2}/)*plan/)", re.IGNORECASE
 )
@@ -25,7 +35,7 @@ REVERSE_RE = re.compile(
 def reverse_ref(ctx: CheckContext) -> None:
     for doc in ctx.targets():
         for number, line in doc.prose_lines():
-            spans = [m.span() for m in CODE_SPAN_RE.finditer(line)]
+            spans = _code(line)
             for match in REVERSE_RE.finditer(line):
                 if any(a <= match.start() < b for a, b in spans):
                     continue
@@ -42,7 +52,7 @@ def reverse_ref(ctx: CheckContext) -> None:
 
 def find_asides(line: str) -> Iterator[tuple[int, str]]:
     """(0-based start, text to delete) for each cross-reference-only parenthetical."""
-    spans = [m.span() for m in CODE_SPAN_RE.finditer(line)]
+    spans = _code(line)
     for match in PAREN_RE.finditer(line):
         start, end = match.span()
         if any(a <= start < b for a, b in spans):

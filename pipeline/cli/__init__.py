@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.errors import DesignloopError, ExitCode, InputError
-from pipeline.formats.space import space_error
 
 COMMAND_MODULES = (
     "batch",
@@ -79,6 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     from pipeline.cli.output import forget_flags
 
     forget_flags()
+    if args in (["--version"], ["-V"]):  # the same answer the parser gives, without loading it
+        from pipeline import __version__
+
+        sys.stdout.write(f"designloop {__version__}\n")
+        sys.exit(0)
     try:
         _typer_main(args)
     except DesignloopError as exc:
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("designloop: interrupted\n")
         sys.exit(130)
     except Exception as exc:  # never a traceback for users; DESIGNLOOP_DEBUG=1 shows it
+        from pipeline.formats.space import space_error
+
         full = space_error(exc, Path.cwd())
         if full is not None:  # a full disk wherever it was met: bad input, named
             sys.stderr.write(f"designloop: {full.render()}\n")

@@ -64,13 +64,33 @@ def command_tree() -> TyperGroup:
             elif getattr(param, "is_flag", False):
                 param.metavar = ""
             else:
-                param.metavar = _METAVARS.get(param.bare_type().removeprefix("list[").rstrip("]"), "TEXT")
+                param.metavar = _METAVARS.get(_declared(command, param.name), "TEXT")
 
     walk(root)
     return root
 
 
 _METAVARS = {"int": "N", "float": "NUMBER", "Path": "PATH", "str": "TEXT", "bool": ""}
+"""What to write for a parameter, by the Python type its command declares."""
+
+
+def _declared(command: object, name: str | None) -> str:
+    """The Python type a command's function declares for a parameter (``Path`` for ``Path |
+    None``, ``int`` for ``list[int]``), read from the function itself: no parser's internals."""
+    import inspect
+    import types
+    import typing
+
+    callback = getattr(command, "callback", None)
+    if callback is None or name is None:
+        return ""
+    try:
+        hint = typing.get_type_hints(inspect.unwrap(callback)).get(name)
+    except (NameError, TypeError):
+        return ""
+    while typing.get_origin(hint) in (typing.Union, types.UnionType, list):
+        hint = next((a for a in typing.get_args(hint) if a is not type(None)), None)
+    return getattr(hint, "__name__", "")
 
 
 @app.command()
@@ -161,8 +181,6 @@ def review(
 
     Exit 0 when the role passes, 1 with findings or an INCONCLUSIVE result, 2 bad input, 4 budget.
     """
-    import asyncio
-
     from pipeline.agents.review import review_once
     from pipeline.agents.session import SessionOptions, check_models, open_session
     from pipeline.cli.paths import resolve
@@ -209,6 +227,8 @@ def review(
         read_text(target, what="draft")
     # One at a time per design directory, runs and reviews alike: they share _workflow/reviews/.
     with holding(run_lock(d.root), holder_for(f"review-{role}"), wait=False):
+        import asyncio  # only the commands that run something load it
+
         run = asyncio.run(
             review_once(session.runtime, role, d, session.limits, target, part, keep_params=keep_params)
         )

@@ -131,8 +131,6 @@ def present_batch(batch: Batch, quiet: bool = False) -> None:
 def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
     """Check everything that holds for the whole batch, run it (live on a terminal), report it
     (and write its SARIF), and exit with its most urgent code."""
-    import asyncio
-
     from pipeline.agents.session import check_budget, parse_cost
     from pipeline.errors import InputError
     from pipeline.fleet.batch import BatchOptions, BatchRunner, worker_processes
@@ -178,6 +176,8 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
         )
         if not live and show.verbose and not flags.as_json:
             runner.progress = _row_lines()
+        import asyncio  # only the commands that run something load it
+
         batch = _with_live(runner, dirs) if live else asyncio.run(runner.run(dirs))
     finally:
         store.close()
@@ -252,8 +252,6 @@ def _write_sarif(target: Path, batch: Batch, runs: Path, root: Path) -> ExitCode
 
 
 def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
-    import asyncio
-
     from rich.live import Live
 
     with Live(_table(runner.batch), refresh_per_second=4, transient=True) as live:
@@ -262,6 +260,8 @@ def _with_live(runner: BatchRunner, dirs: list[Path]) -> Batch:
             live.update(_table(runner.batch))
 
         runner.progress = redraw
+        import asyncio  # only the commands that run something load it
+
         batch: Batch = asyncio.run(runner.run(dirs))
     return batch
 

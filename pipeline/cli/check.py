@@ -214,7 +214,7 @@ def run_check(flags: CheckFlags) -> int:
         summary=_summary(findings, files),
         rules=rule_table(),
     )
-    if flags.output_format == "text" and output is None:
+    if flags.output_format != "json":  # JSON holds it in `files`; every other format says it on stderr
         for entry in files:  # which rules ran on what, said once per file, beside the findings
             write(f"{entry['path']}: profile {entry['profile']} ({entry['why']})", stderr=True)
     emit(report, flags.output_format, output)
@@ -351,6 +351,9 @@ def check(
     target: Annotated[str, typer.Option("--target", metavar="design|mechanics|both")] = "design",
     scope: Annotated[str, typer.Option("--scope", metavar="bounded|whole-doc")] = "whole-doc",
     output_format: OutputFormatOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="the same as --output-format json (the default)")
+    ] = False,
     legacy_format: Annotated[str | None, typer.Option("--format", hidden=True)] = None,
     output_file: OutputFileOpt = None,
     fix: Annotated[
@@ -397,7 +400,9 @@ def check(
         changed_section=changed_section,
         target=choice("--target", target, ("design", "mechanics", "both")),
         scope=choice("--scope", scope, ("bounded", "whole-doc")),
-        output_format=output_format_of(output_format or legacy_format, "json"),
+        output_format=output_format_of(
+            output_format or legacy_format or ("json" if as_json else None), "json"
+        ),
         output_file=output_file,
         fix=fix,
         select=list(select or ()),

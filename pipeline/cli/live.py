@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.agents.resolve import OFFLINE
+from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind
 from pipeline.runs.check_events import (
@@ -91,7 +92,7 @@ def check_words(event: CheckEvent) -> str:
                 words += f"; no valid review from {', '.join(event.inconclusive)}"
             return words
         case VerdictCheck():
-            declined = f", {event.declined} part(s) of the instruction declined" if event.declined else ""
+            declined = f", {declined_words(event.declined)}" if event.declined else ""
             return f"verdict: {event.outcome} ({event.remaining} remaining{declined})"
     return f"check {getattr(event, 'check', '')}".strip()
 

@@ -11,7 +11,7 @@ from pipeline.cli.app import app
 from pipeline.cli.options import JsonOpt
 
 
-@app.command(name="rule")
+@app.command(name="rule", no_args_is_help=True)
 def rule_command(
     rule_id: Annotated[
         str | None, typer.Argument(metavar="RULE", help="a rule id (dsc-section-shape), or a family")

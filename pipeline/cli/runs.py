@@ -77,8 +77,6 @@ def run_and_report(
     (live on a terminal, step by step on stderr with --verbose), print its result, and exit
     with its code. With ``approve`` (--approve-if-ready), accept what the run left, still
     under the lock."""
-    import asyncio
-
     from pipeline.cli.output import is_terminal, pasteable
     from pipeline.fleet.resume import record_outputs
     from pipeline.fleet.rows import FINISHED
@@ -90,11 +88,15 @@ def run_and_report(
         from pipeline.cli.live import LiveView
 
         with LiveView(run.record.kind) as live:
+            import asyncio  # only the commands that run something load it
+
             result = asyncio.run(execute(run, resume=resume, listener=live, store=store, lock=lock))
     else:
         from pipeline.cli.live import StepLines
 
         listener = StepLines() if show.verbose and not show.as_json else None
+        import asyncio  # only the commands that run something load it
+
         result = asyncio.run(execute(run, resume=resume, listener=listener, store=store, lock=lock))
     outcome = result.state.outcome if result.state is not None else None
     if outcome is not None and outcome.verdict in FINISHED:  # a later batch can tell it unchanged
@@ -178,6 +180,7 @@ def present(
 
     from pipeline.agents.resolve import engine_summary
     from pipeline.cli.output import console, is_terminal, pasteable, write
+    from pipeline.formats.contracts import declined_words
 
     summary = run_dir / "summary.md"
     said = result.to_json()
@@ -207,7 +210,7 @@ def present(
         reviewed += f"; {rev['name']} r{rev['number']} {rev['state']}"
     declined = "".join(f"\ndeclined: {part}" for part in said["declined"])
     if declined:
-        outcome += f", {len(said['declined'])} part(s) of the instruction declined"
+        outcome += f", {declined_words(len(said['declined']))}"
     say(f"run {result.run_id}: {outcome}" + (f", {reviewed}" if reviewed else "") + declined, plain=True)
     if next_step:  # the last line: what to do next
         say(next_step, plain=True)

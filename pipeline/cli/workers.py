@@ -67,8 +67,6 @@ def _require_queue(store: str | None) -> None:
 
 def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) -> None:
     """Check the flags and every directory, start (or pick up) each directory's run, queue it."""
-    import asyncio
-
     _require_queue(flags.store)
     from pipeline.cli.batch import check_session
     from pipeline.fleet.rows import BatchOptions
@@ -90,6 +88,8 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
             fail_on=failing,
             stale_only=flags.stale_only,
         )
+        import asyncio  # only the commands that run something load it
+
         batch = asyncio.run(enqueue(options, opened, dirs, sessions))
     finally:
         opened.close()
@@ -155,8 +155,6 @@ def worker(
 ) -> None:
     """Take queued runs from the PostgreSQL store and run them, --jobs at a time, until stopped
     (or, with --drain, until the queue is empty). Run it from a checkout of the repository."""
-    import asyncio
-
     from pipeline.errors import InputError
 
     _require_queue(store)
@@ -170,6 +168,8 @@ def worker(
         )
     opened = _pg_store(store, runs_dir)
     try:
+        import asyncio  # only the commands that run something load it
+
         asyncio.run(Worker(opened, jobs, repo_root(), drain).serve())
     finally:
         opened.close()

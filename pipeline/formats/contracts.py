@@ -52,6 +52,13 @@ class AuthorOutput(BaseModel):
 
 
 MAX_DECLINED = 20
+
+
+def declined_words(count: int) -> str:
+    """How many parts of an instruction were declined, as every outcome line says it."""
+    return f"{count} {'part' if count == 1 else 'parts'} of the instruction declined"
+
+
 DeclinedPart = Annotated[str, Field(min_length=1, max_length=600)]
 
 

@@ -11,7 +11,9 @@ from pipeline.formats.markdown import Structure, parse_structure, top_blocks
 from pipeline.formats.textio import TextFile, read_text
 
 FULL_DESIGN_PREFIX = "**Full design:**"
-REF_RE = re.compile(r'(?P<file>[^\s,;"§]+)\s*§"(?P<name>[^"]+)"')
+REF_RE = re.compile(r'(?<![^\s,;"§])(?P<file>[^\s,;"§]++)\s*+§"(?P<name>[^"]+)"')
+"""A file and a quoted section name; the file's name is read from its start only (reading it from
+every character of a long word was quadratic)."""
 
 
 @dataclass(frozen=True, slots=True)

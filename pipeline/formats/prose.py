@@ -79,10 +79,11 @@ class Block:
         return piece.strip() or self.text[start : start + 1]
 
     def link_at(self, offset: int) -> str | None:
-        """The destination of the link whose text holds ``offset``, if any."""
-        for start, end, href in self.links:
-            if start <= offset < end:
-                return href
+        """The destination of the link whose text holds ``offset``, if any (the links are in
+        the order of the text and never nest: a bisection)."""
+        index = bisect.bisect_right(self.links, offset, key=lambda link: link[0]) - 1
+        if index >= 0 and offset < self.links[index][1]:
+            return self.links[index][2]
         return None
 
     def code_spans(self) -> list[str]:
@@ -131,6 +132,8 @@ class ProseView:
     _starts: list[int] = field(default_factory=list)
     _heads: list[int] = field(default_factory=list)
     _section_names: list[str] = field(default_factory=list)
+    _parents: list[int] = field(default_factory=list)
+    """For each heading, the index of the nearest heading before it of a higher level (-1)."""
 
     def prose_blocks(self, start: int = 1, end: int | None = None) -> list[Block]:
         """Blocks starting between two lines (a bisection over the block starts)."""
@@ -154,6 +157,25 @@ class ProseView:
         if self.front_matter is not None:
             out.update(range(self.front_matter.start, self.front_matter.end + 1))
         out.update(line for line, _ in self.references.values())
+        return out
+
+    def block_at(self, line: int) -> Block | None:
+        """The first block holding ``line`` (blocks are in the order of the text; the cells of
+        one table row share a line)."""
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index < 0:
+            return None
+        first = self.blocks[bisect.bisect_left(self._starts, self._starts[index])]
+        return first if first.end >= line else None
+
+    def enclosing(self, line: int) -> list[HeadingRef]:
+        """The headings ``line`` lies under: the last heading at or above it, and each heading
+        of a higher level that holds that one (a walk up precomputed parents)."""
+        index = bisect.bisect_right(self._heads, line) - 1
+        out: list[HeadingRef] = []
+        while index >= 0:
+            out.append(self.headings[index])
+            index = self._parents[index]
         return out
 
     def section_at(self, line: int) -> str | None:
@@ -352,7 +374,20 @@ def parse_prose(text: str, lines: list[str] | None = None) -> ProseView:
     _references(view, env)
     view._starts = [b.start for b in view.blocks]
     view._heads = [h.line for h in view.headings]
+    view._parents = _parents(view.headings)
     return view
+
+
+def _parents(headings: list[HeadingRef]) -> list[int]:
+    """Each heading's nearest preceding heading of a higher level (-1 for none), in one pass."""
+    parents: list[int] = []
+    stack: list[int] = []
+    for index, heading in enumerate(headings):
+        while stack and headings[stack[-1]].level >= heading.level:
+            stack.pop()
+        parents.append(stack[-1] if stack else -1)
+        stack.append(index)
+    return parents
 
 
 def _unseen_references(text: str) -> dict[str, dict[str, str]]:

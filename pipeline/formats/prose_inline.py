@@ -13,6 +13,38 @@ from typing import ClassVar
 from markdown_it.token import Token
 
 URL_RE = re.compile(r"(?:https?|ftp)://[^\s<>\"'`)\]]+|www\.[\w-]+\.[^\s<>\"'`)\]]+")
+BACKTICKS_RE = re.compile(r"`++")
+
+
+def code_span_runs(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, fence length) of each inline code span of ``text``, as CommonMark pairs
+    backticks: a run of backticks opens a span that the next run of the same length on the same
+    line closes; a run that none closes is literal text. Linear in the text (each run is looked
+    at once), where a pattern with a back-reference to the opening run backtracks over every
+    way of splitting a long run of backticks."""
+    runs: list[tuple[int, int, int]] = []
+    line = seen = 0
+    for match in BACKTICKS_RE.finditer(text):
+        line += text.count("\n", seen, match.start())
+        seen = match.start()
+        runs.append((match.start(), match.end(), line))
+    closer: list[int | None] = [None] * len(runs)
+    later: dict[tuple[int, int], int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        start, end, row = runs[index]
+        closer[index] = later.get((end - start, row))
+        later[(end - start, row)] = index
+    spans: list[tuple[int, int, int]] = []
+    index = 0
+    while index < len(runs):
+        pair = closer[index]
+        if pair is None:
+            index += 1
+            continue
+        start, end, _ = runs[index]
+        spans.append((start, runs[pair][1], end - start))
+        index = pair + 1
+    return spans
 
 
 def _close_paren(text: str, at: int) -> int:

@@ -25,7 +25,9 @@ TLDR = "**TL;DR:**"
 DIAGRAM_INFO = frozenset({"mermaid", "dot", "graphviz", "plantuml", "ascii", "diagram", "svgbob", "ditaa"})
 BOX_RE = re.compile(r"[─│┌┐└┘├┤┬┴┼═║╔╗╚╝▶◀▲▼]|-->|==>|<--")
 EDGE_RE = re.compile(r"\b(?:edge cases?|gotchas?|pitfalls?|limitations?|caveats?)\b", re.IGNORECASE)
-CITATION_RE = re.compile(r"(?<![\w/])[\w./-]+\.[A-Za-z]{1,5}:\d+(?:-\d+)?\b")
+CITATION_RE = re.compile(r"(?<![\w./-])[\w./-]+\.[A-Za-z]{1,5}:\d+(?:-\d+)?\b")
+"""A file:line citation, read from the start of its path only (from every dot of a long run of
+dots it was quadratic)."""
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.agents.resolve import engine_summary, roles_played
+from pipeline.agents.resolve import engine_summary, not_judged, roles_played
 from pipeline.errors import WiringError
+from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import RunVerdict, Target
 from pipeline.formats.review_log import MutationEntry, append_entry
@@ -62,11 +63,9 @@ def outcome_line(outcome: Outcome) -> str:
 
 def entry_outcome(outcome: Outcome) -> str:
     """The outcome as the review-log entry's Iterations line names it."""
-    count = len(outcome.declined)
-    if not count:
+    if not outcome.declined:
         return outcome.verdict
-    parts = "part" if count == 1 else "parts"
-    return f"{outcome.verdict}, {count} {parts} of the instruction declined"
+    return f"{outcome.verdict}, {declined_words(len(outcome.declined))}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +173,15 @@ def log_entry(state: RunStateBase, deps: RunDeps, parts: EntryParts, diffs: list
     assert state.outcome is not None
     blocks = story.entry_blocks(state, state.outcome.remaining, wrote=bool(diffs))
     ran = {item.role for item in state.usage}
-    models = f"**Models**: {engine_summary(roles_played(ran, deps.runtime.model_specs))}"
-    blocks = [models, "", *blocks] if ran else blocks
+    played = roles_played(ran, deps.runtime.model_specs)
+    models = [f"**Models**: {engine_summary(played)}", ""]
+    if unjudged := not_judged(played):
+        models += [
+            f"**Not judged offline**: {'; '.join(unjudged)} (a rule reads words, not meaning: "
+            "configure a model for the reviewing roles to have these judged)",
+            "",
+        ]
+    blocks = [*models, *blocks] if ran else blocks
     extra = [*parts.extra, *([""] if parts.extra and blocks else []), *blocks]
     entry = MutationEntry(
         kind=state.kind,

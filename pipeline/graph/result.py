@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.agents.resolve import not_judged
 from pipeline.agents.usage import Usage
 from pipeline.errors import ExitCode
 from pipeline.formats.kinds import Kind, RunVerdict
@@ -68,6 +69,7 @@ class RunResult:
             "blocking": sum(1 for f in outcome.remaining if f.blocking) if outcome else 0,
             "usage": self.usage().to_json(),
             "models": self.models,
+            "not_judged": not_judged(self.models),
             "review_log_entry": state.review_entry if state else None,
             "draft": state.draft if state else None,
             "history": [h.model_dump() for h in state.history] if state else [],

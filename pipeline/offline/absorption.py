@@ -5,6 +5,7 @@ from __future__ import annotations
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.findings import Finding
 from pipeline.formats.spawn_params import SpawnParams
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.logtext import log_from_text, records, similarity, view_of_decision
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
@@ -48,6 +49,7 @@ def check(log_text: str, draft_text: str) -> list[Finding]:
     covered: set[int] = set()
     matched_records: set[int] = set()
     for rec in recs:
+        checkpoint()
         if rec.source is not None:
             if rec.source not in decisions:
                 out.append(
@@ -76,6 +78,7 @@ def check(log_text: str, draft_text: str) -> list[Finding]:
                     )
                 )
     for decision in bearing:
+        checkpoint()
         if decision.number in covered:
             continue
         best = max(recs, key=lambda r: similarity(r, decision), default=None)
@@ -95,6 +98,7 @@ def check(log_text: str, draft_text: str) -> list[Finding]:
         )
     all_log = list(decisions.values())
     for rec in recs:
+        checkpoint()
         if rec.line in matched_records or rec.source is not None:
             continue
         if any(similarity(rec, d) >= MATCH for d in all_log):

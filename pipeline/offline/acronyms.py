@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 from pipeline.formats.prose import Block, ProseView
 from pipeline.offline.text import stem, widely_known
@@ -48,9 +47,7 @@ def base(token: str) -> str:
     return token[:-1] if token.endswith("s") and len(token) > 2 else token
 
 
-@cache
-def _word_re(token: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(token)}(?![A-Za-z0-9_])")
+CODE_WORD_RE = re.compile(r"[A-Za-z0-9_]++")
 
 
 VALUE_NOUNS = (
@@ -77,13 +74,13 @@ class Lexicon:
             w for b in view.blocks for w in re.findall(r"(?<![A-Za-z])[a-z][a-z]+(?![A-Za-z])", b.prose)
         }
         self.lower_stems = {stem(w) for w in self.lower_words}
-        self.code = view.code_text()
-        self._in_code: dict[str, bool] = {}
+        self.code_words = set(CODE_WORD_RE.findall(view.code_text()))
+        """The words of the document's code, read once (a search of the code per token was
+        quadratic in a document with much code and many capitalised words)."""
 
     def in_code(self, token: str) -> bool:
-        if token not in self._in_code:
-            self._in_code[token] = bool(_word_re(token).search(self.code))
-        return self._in_code[token]
+        """The token stands as a whole word of the code (a token is letters only)."""
+        return token in self.code_words
 
     def is_word(self, token: str) -> bool:
         """A word in capitals: a keyword, or a word the document also writes in lower case
@@ -113,12 +110,19 @@ class Lexicon:
         return not self.in_code(word) and not self.in_code(token)
 
 
+BEFORE_WINDOW = 80
+"""How far before a word its value noun or protocol verb is looked for (a search of the whole
+text before each word was quadratic)."""
+
+
 def names_a_value(prose: str, start: int, end: int) -> bool:
     """The word names a value of some kind, not a thing to spell out: "a PING frame", "the
     READY state", "to state READY", "the ACK bit"."""
-    return bool(
-        NAMED_VALUE_AFTER_RE.match(prose[end : end + 20]) or NAMED_VALUE_BEFORE_RE.search(prose[:start])
-    )
+    if NAMED_VALUE_AFTER_RE.match(prose[end : end + 20]):
+        return True
+    # The search starts at most BEFORE_WINDOW characters back; its \b still reads the text
+    # before that point, so a window that starts inside "upstate" finds no "state".
+    return NAMED_VALUE_BEFORE_RE.search(prose, max(0, start - BEFORE_WINDOW), start) is not None
 
 
 def uses(block: Block, lexicon: Lexicon) -> Iterator[Use]:
@@ -142,7 +146,9 @@ def _initials(words: list[str]) -> str:
 
 
 PAREN_ACR_RE = re.compile(r"\(\s*([A-Z][A-Za-z]*[A-Z])s?\s*\)")
-ACR_PAREN_RE = re.compile(r"(?<![\w-])([A-Z][A-Z]+)s?\s*\(([^)]+)\)")
+ACR_PAREN_RE = re.compile(r"(?<![\w-])([A-Z][A-Z]+)s?\s*+\(([^()]++)\)")
+"""``ACR (long form)``; the bracket holds no bracket, so each one is read to the next bracket
+only (to the next closing one, "AB(AB(AB(..." was quadratic)."""
 LABEL_RE = re.compile(r"\*\*([A-Z][A-Z]+)s?\*\*|(?<![\w-])([A-Z][A-Z]+)s?\s*(?::|—|–|\s-)\s")
 VERB_RE = re.compile(r"(?<![\w-])([A-Z][A-Z]+)s?" + DEFINING_VERB_RE + r"\s+(?P<long>[^.;:()]{3,80})")
 WORDS_RE = re.compile(r"[A-Za-z]+")
@@ -251,7 +257,7 @@ SELF_KIND_RE = re.compile(
 )
 
 
-SERIES_RE = re.compile(r"(?<![\w-])([A-Z]{2,6})(?:-|[ \t]*\n?[ \t]*#?)(\d+)\b")
+SERIES_RE = re.compile(r"(?<![\w-])([A-Z]{2,6})(?:-|[ \t]*+(?:\n[ \t]*+)?#?)(\d+)\b")
 
 
 def titled(text: str) -> set[str]:

@@ -3,13 +3,13 @@ rationales, and decisions that contradict each other."""
 
 from __future__ import annotations
 
-from itertools import combinations
 from typing import Any
 
 from pipeline.formats.contracts import ReviewOutput
 from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.spawn_params import SpawnParams
-from pipeline.offline.logtext import alternatives, is_empty, log_from_text, view_of_decision
+from pipeline.offline.deadline import checkpoint
+from pipeline.offline.logtext import RecordView, alternatives, is_empty, log_from_text, view_of_decision
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
 from pipeline.offline.text import (
@@ -64,7 +64,9 @@ def check(log_text: str) -> list[Finding]:
                     _heading(lines, d.line),
                 )
             )
-    for (da, a), (db, b) in combinations(zip(log.decisions, views, strict=True), 2):
+    for i, j in _pairs(views):
+        checkpoint()
+        (da, a), (db, b) = (log.decisions[i], views[i]), (log.decisions[j], views[j])
         reason = _contradiction(a, b) or _contradiction(b, a)
         if reason:
             out.append(
@@ -78,6 +80,28 @@ def check(log_text: str) -> list[Finding]:
                 )
             )
     return out
+
+
+COMMON = 64
+"""A word that more than this many decisions use does not by itself make two of them a pair to
+compare: in a log that long, it names no subject."""
+
+
+def _pairs(views: list[RecordView]) -> list[tuple[int, int]]:
+    """The pairs of decisions that can contradict each other, in the order of the log: two that
+    share a word of their titles, decisions or alternatives (both kinds of contradiction need
+    one: an alternative one rejected and the other adopted, or a subject both decide). An
+    index of the words proposes them, so the work grows with the pairs that share words, not
+    with every pair of the log (comparing every pair was quadratic in the log's length)."""
+    users: dict[str, list[int]] = {}
+    for index, view in enumerate(views):
+        for word in view.key_terms | content_words(view.alternatives):
+            users.setdefault(word, []).append(index)
+    pairs: set[tuple[int, int]] = set()
+    for indices in users.values():
+        if len(indices) <= COMMON:
+            pairs.update((a, b) for k, a in enumerate(indices) for b in indices[k + 1 :])
+    return sorted(pairs)
 
 
 def _contradiction(a: Any, b: Any) -> str | None:

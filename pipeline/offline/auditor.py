@@ -23,6 +23,7 @@ from pipeline.formats.prose import MASK, Block, ProseView, parse_prose, words_of
 from pipeline.formats.slices import whole_doc_guard
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import prose_lint, wording
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_lines
 from pipeline.offline.report import Report
@@ -133,13 +134,9 @@ class Groups:
             return count >= lex.group_share * max(size.paragraphs, 1)
         return count * 1000 >= lex.group_density_by_rule.get(rule, lex.group_density) * max(size.words, 1)
 
-    def report(
-        self, rules: dict[str, HouseRule], report: Report, quiet: frozenset[str] = frozenset()
-    ) -> None:
-        """One suggestion per section for each habit, but for the rules in ``quiet``."""
+    def report(self, rules: dict[str, HouseRule], report: Report) -> None:
+        """One suggestion per section for each habit."""
         for (rule_id, section), found in self.places.items():
-            if rule_id in quiet:
-                continue
             rule = rules[rule_id]
             places = self.padded(found) if rule_id in self.word_rules else found
             if not places or not self.habit(rule_id, section, len(places)):
@@ -210,13 +207,16 @@ def _term_rules(blocks: list[Block], rules: dict[str, HouseRule], groups: Groups
     future = _future_notes(view)
     for rule in (r for r in rules.values() if r.terms):
         groups.word_rules.add(rule.id)
+        # Decided once per term, not per place (the headings can be long).
+        subject = {term for term in rule.terms if term_pattern(term).search(headings)}
         for block in blocks:
+            checkpoint()
             if rule.id == "hs-hedge" and (
                 _tentative(view.section_at(block.start)) or _noted(view, block, future)
             ):
                 continue
             for hit in wording.hits(block, rule):
-                if term_pattern(hit.term).search(headings):
+                if hit.term in subject:
                     continue
                 said = block.text[hit.start : hit.end]
                 place = Place(hit.line, hit.quote, said.lower(), block.start)
@@ -264,6 +264,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
     long_rule, passive_rule = rules.get("hs-sentence-length"), rules.get("hs-passive-stack")
     view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
+        checkpoint()
         if block.kind != "paragraph":
             continue
         section = view.section_at(block.start)
@@ -284,9 +285,11 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                     or len(inside) >= 3
                 )
                 severity = "suggestion" if listed else _severity(long_rule, count)
-                if severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit):
+                parts = severity != "suggestion" and _parses_in_parts(block, start, end, long_rule.limit)
+                if parts:
                     severity = _far_past(long_rule, count)
                 severity, alone = _length_severity(run, long_rule, count, severity)
+                applied = _applied(long_rule, count, severity, far=parts or not run.seed)
                 if severity == "suggestion" and not alone:
                     if id(block) in run.sectioned:
                         groups.add(long_rule.id, section, Place(line, quote, f"{count} words"))
@@ -300,7 +303,7 @@ def _sentence_rules(run: Pass, blocks: list[Block], rules: dict[str, HouseRule])
                         severity,
                         line,
                         quote,
-                        f"sentence of {count} words (limit {long_rule.limit:g})",
+                        f"sentence of {count} words (limit {applied:g})",
                         "split it into two or three sentences at its joints",
                     )
             if (
@@ -317,10 +320,11 @@ CLAUSE_BREAK_RE = re.compile(r";|—|\s(?:--|–|-)\s")
 
 ASIDE_RE = re.compile(r"\([^()]*\)")
 """A bracketed aside: the reader sets it apart and follows the sentence around it."""
-ITEM = r"(?:[\"“‘'][^\"”’'\n]{1,40}[\"”’']|" + MASK + "+)"
-QUOTED_LIST_RE = re.compile(rf"{ITEM}(?:\s*,\s*{ITEM}){{2,}}\s*,?")
+ITEM = r"(?:[\"“‘'][^\"”’'\n]{1,40}[\"”’']|(?<!" + MASK + ")" + MASK + "++)"
+QUOTED_LIST_RE = re.compile(rf"{ITEM}(?:\s*+,\s*+{ITEM}){{2,}}+\s*,?")
 """A run of three or more quoted items or code spans separated by commas: an enumeration,
-not words of a sentence."""
+not words of a sentence. A run of masked characters (a code span) is an item from its start
+only, taken whole: trying it from every character of a long run was quadratic."""
 
 
 def _parses_in_parts(block: Block, start: int, end: int, limit: float | None = None) -> bool:
@@ -344,6 +348,18 @@ def _parses_in_parts(block: Block, start: int, end: int, limit: float | None = N
         and main <= limit
         and all(len(words_of(aside)) <= limit for aside in asides)
     )
+
+
+def _applied(rule: HouseRule, measure: float, severity: Severity, far: bool) -> float:
+    """The limit that decided the finding, as its message quotes it: for one that blocks, the
+    hard limit, or the point far past it where blocking starts for this text (another project's
+    document, a sentence that reads in parts); for a suggestion, the hard limit when the text
+    is past it, else the limit."""
+    hard, limit = rule.hard_limit, rule.limit or 0.0
+    if severity != "suggestion" and hard is not None:
+        factor = lexicon().far_past.get(rule.id)
+        return factor * hard if far and factor is not None and measure >= factor * hard else hard
+    return hard if hard is not None and measure > hard else limit
 
 
 def _far_past(rule: HouseRule, measure: float) -> Severity:
@@ -374,13 +390,16 @@ def _walls(
         return
     view, report, groups, owned = run.view, run.report, run.groups, run.mine
     for block in blocks:
+        checkpoint()
         count = len(block.words)
         if block.kind != "paragraph" or count <= rule.limit:
             continue
         severity = _severity(rule, count)
-        if severity != "suggestion" and _reads_in_steps(block, sentence_limit):
+        steps = severity != "suggestion" and _reads_in_steps(block, sentence_limit)
+        if steps:
             severity = _far_past(rule, count)
         severity, alone = _length_severity(run, rule, count, severity)
+        applied = _applied(rule, count, severity, far=steps or not run.seed)
         if alone and len(sentence_spans(block.prose)) == 1:
             continue  # one sentence: the long sentence's finding says it
         quote = block.quote(0, len(block.text), 60)
@@ -394,7 +413,7 @@ def _walls(
                 severity,
                 block.start,
                 quote,
-                f"paragraph of {count} words (limit {rule.limit:g})",
+                f"paragraph of {count} words (limit {applied:g})",
                 "break it into shorter paragraphs or a list of steps",
             )
 
@@ -446,11 +465,11 @@ def owned_blocks(view: ProseView, start: int, end: int) -> list[Block]:
     the first heading, for the slice that starts the document): each section's measures are
     taken by exactly one slice, over the whole section, wherever its slice boundaries fell."""
     heads = [h.line for h in view.headings if h.level <= 2 and view.section_at(h.line) == h.text]
-    mine = [line for line in heads if start <= line <= end]
+    mine = {line for line in heads if start <= line <= end}
     out = []
     for block in view.paragraphs():
-        section_head = max((h for h in heads if h <= block.start), default=None)
-        if (section_head is None and start == 1) or section_head in mine:
+        at = bisect.bisect_right(heads, block.start) - 1  # the section heading above it
+        if (at < 0 and start == 1) or (at >= 0 and heads[at] in mine):
             out.append(block)
     return out
 
@@ -504,11 +523,10 @@ def audit(
     _sentence_rules(run, both, active)
     sentence_rule = active.get("hs-sentence-length")
     _walls(run, both, active.get("hs-wall-of-text"), sentence_rule.limit if sentence_rule else None)
-    # Another project's document keeps its writer's style: none of the house style's habits.
-    quiet = frozenset() if seed else lexicon().house_habits
-    if "hs-em-dash" not in quiet:
-        _dash_density(view, sections, active.get("hs-em-dash"), report)
-    groups.report(active, report, quiet)
+    # Another project's document is told of the house style's habits too, as suggestions (they
+    # are suggestions everywhere): softened where its author answers to other rules, never muted.
+    _dash_density(view, sections, active.get("hs-em-dash"), report)
+    groups.report(active, report)
     found = report.findings()
     taken = {(f.line, (f.quote or "").lower()) for f in found}
     for item in prose_lint.lint(view, mine):

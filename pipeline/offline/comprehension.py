@@ -18,13 +18,16 @@ from pipeline.formats.findings import Finding
 from pipeline.formats.prose import Block, ProseView, parse_prose
 from pipeline.formats.spawn_params import SpawnParams
 from pipeline.offline import acronyms
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.logtext import records
+from pipeline.offline.loose_ends import loose_ends
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import read_whole
 from pipeline.offline.references import dangling_refs, heading_names
 from pipeline.offline.report import Report
 from pipeline.offline.text import (
     TLDR,
+    alternation,
     containment,
     content_words,
     doc_from_text,
@@ -35,7 +38,6 @@ from pipeline.offline.text import (
     review_finding,
     seed_shaped,
     sentence_spans,
-    term_pattern,
 )
 
 BOLD_TERM_RE = re.compile(r"\*\*(?P<term>[^*:]{2,60}?)(?P<colon>:?)\*\*")
@@ -65,6 +67,7 @@ def definitions(view: ProseView) -> dict[str, tuple[int, Block]]:
     found: dict[str, tuple[int, Block]] = {}
     plain = {w for b in view.blocks for w in re.findall(r"(?<![A-Za-z])[a-z][a-z-]+(?![A-Za-z])", b.prose)}
     for block in view.paragraphs():
+        checkpoint()
         for match in BOLD_TERM_RE.finditer(block.text):
             term = " ".join(match.group("term").split())
             if not term or term.endswith((".", ",", ";", "!", "?")) or len(term.split()) > 4:
@@ -95,10 +98,10 @@ def plain_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
     context ...": a term so defined is defined there, whatever bold restates it later."""
     if not terms:
         return {}
-    alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in sorted(terms, key=len, reverse=True))
-    pattern = re.compile(PLAIN_DEFINITION_RE.format(terms=alternatives), re.IGNORECASE)
+    pattern = re.compile(PLAIN_DEFINITION_RE.format(terms=alternation(terms)), re.IGNORECASE)
     found: dict[str, int] = {}
     for block in view.paragraphs():
+        checkpoint()
         for start, _ in sentence_spans(block.prose):
             match = pattern.match(block.prose, start)
             if match:
@@ -132,13 +135,13 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
     found = plain_definitions(view, terms)
     if not terms:
         return found
-    alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in sorted(terms, key=len, reverse=True))
+    alternatives = alternation(terms)
     gloss = re.compile(GLOSS_RE.format(terms=alternatives), re.IGNORECASE)
     bold = re.compile(rf"\*\*\s*(?P<term>{alternatives})s?\s*\*\*", re.IGNORECASE)
     names = {_code_name(t): t for t in terms if len(t.split()) > 1}
     coded = (
         re.compile(
-            r"`(?P<name>" + "|".join(map(re.escape, names)) + r")`\s+(?:is|are|means)\s+(?:an?|the|one)\s"
+            r"`(?P<name>" + alternation(names, fold=False) + r")`\s+(?:is|are|means)\s+(?:an?|the|one)\s"
         )
         if names
         else None
@@ -150,6 +153,7 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
             found[term] = line
 
     for block in view.paragraphs():
+        checkpoint()
         for pattern in (gloss, bold):
             for match in pattern.finditer(block.text):
                 note(match.group("term") or match.group("named"), block.line_at(match.start()))
@@ -161,39 +165,49 @@ def first_definitions(view: ProseView, terms: list[str]) -> dict[str, int]:
 SENTENCE_END_RE = re.compile(r"[.!?]\s")
 NEAR_LINES = 5
 """A definition this close after a use, in the same section, is the use's gloss."""
+LONG_BEFORE = 100
+"""A use this many lines or more before the definition is reported on any document, as a
+suggestion on another project's (a reader cannot carry a word that far on trust)."""
 
 
-def _marked(term: str, block: Block) -> tuple[bool, bool]:
-    """How the definition marks the term: as the document's own (not one plain lower-case
-    word), and as a coined name (capitalised where its sentence does not ask for it: "The
-    **Controller** is ..."); a term found only by a plain definition counts as its own."""
-    for match in BOLD_TERM_RE.finditer(block.text):
-        if " ".join(match.group("term").lower().split()) != term:
-            continue
-        written = " ".join(match.group("term").split())
-        before = SENTENCE_END_RE.split(block.text[: match.start()])[-1]
-        opens = not before.strip(" \t\n*_-+>#0123456789.")
-        coined = (written[:1].isupper() and not opens) or any(c.isupper() for c in written[1:])
-        # One word is plain in lower case, or capitalised only because it opens its sentence
-        # ("***Implement** means code, benchmark, test and document.*").
-        plain = (
-            " " not in written
-            and written.isalpha()
-            and (written.islower() or (opens and written[1:].islower()))
-        )
-        return not plain or coined, coined
-    return True, False
+def _marked(block: Block, match: re.Match[str] | None) -> tuple[bool, bool]:
+    """How the definition marks the term (its first bold form in the defining block, if any): as
+    the document's own (not one plain lower-case word), and as a coined name (capitalised where
+    its sentence does not ask for it: "The **Controller** is ..."); a term found only by a plain
+    definition counts as its own."""
+    if match is None:
+        return True, False
+    written = " ".join(match.group("term").split())
+    # The text since the last sentence end before the term (a bounded look back: its sentence's
+    # opening words, not the whole block before it).
+    before = SENTENCE_END_RE.split(block.text[max(0, match.start() - 200) : match.start()])[-1]
+    opens = not before.strip(" \t\n*_-+>#0123456789.")
+    coined = (written[:1].isupper() and not opens) or any(c.isupper() for c in written[1:])
+    # One word is plain in lower case, or capitalised only because it opens its sentence
+    # ("***Implement** means code, benchmark, test and document.*").
+    plain = (
+        " " not in written and written.isalpha() and (written.islower() or (opens and written[1:].islower()))
+    )
+    return not plain or coined, coined
+
+
+def _marks(defs: dict[str, tuple[int, Block]]) -> dict[str, tuple[bool, bool]]:
+    """Each term's marks, from its first bold form in its defining block: one reading of each
+    defining block, whatever the number of terms it defines."""
+    bold: dict[int, dict[str, re.Match[str]]] = {}
+    for _, block in defs.values():
+        if id(block) not in bold:
+            first: dict[str, re.Match[str]] = {}
+            for match in BOLD_TERM_RE.finditer(block.text):
+                first.setdefault(" ".join(match.group("term").lower().split()), match)
+            bold[id(block)] = first
+    return {term: _marked(block, bold[id(block)].get(term)) for term, (_, block) in defs.items()}
 
 
 def _links_to(view: ProseView, block: Block, line: int) -> bool:
     """The use's paragraph links to the section that holds the definition (or one around it):
     a use that points at its definition is not undefined."""
-    wanted: set[str] = set()
-    for h in view.headings:
-        if h.line > line:
-            break
-        if not any(h.line < o.line <= line and o.level <= h.level for o in view.headings):
-            wanted.add(h.anchor)
+    wanted = {h.anchor for h in view.enclosing(line)}
     return any(href.startswith("#") and href[1:] in wanted for _, _, href in block.links)
 
 
@@ -204,6 +218,7 @@ def _glossary_pointer(view: ProseView) -> int | None:
     names = {n.lower() for n in lexicon().glossary_names}
     anchors = {h.anchor for h in view.headings if h.text.strip().lower().rstrip(":") in names}
     for block in view.paragraphs():
+        checkpoint()
         for start, _, href in block.links:
             if href.startswith("#") and href[1:] in anchors:
                 return block.line_at(start)
@@ -237,18 +252,21 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
     defs = definitions(view)
     if not defs:
         return
-    marks = {term: _marked(term, block) for term, (_, block) in defs.items()}
+    marks = _marks(defs)
     for term, line in first_definitions(view, list(defs)).items():
-        if line < defs[term][0]:
-            defs[term] = (line, next(b for b in view.blocks if b.start <= line <= b.end))
+        found = view.block_at(line)
+        if line < defs[term][0] and found is not None:
+            defs[term] = (line, found)
     overview = {n.lower() for n in lexicon().overview_names}
-    alternatives = "|".join(term_pattern(t).pattern for t in sorted(defs, key=len, reverse=True))
-    pattern = re.compile(alternatives, re.IGNORECASE)
+    # Every term at once, each character read once (an alternation of the terms was quadratic
+    # in a document that defines many).
+    pattern = re.compile(r"(?<![\w-])(?:" + alternation(defs) + r")(?![\w-])", re.IGNORECASE)
     last_def = max(line for line, _ in defs.values())
     pointer = _glossary_pointer(view)
     preface = min((h.line for h in view.headings if h.level == 2), default=len(view.lines) + 1)
     explained: set[str] = set()
     for block in view.paragraphs(1, last_def):
+        checkpoint()
         # The text before the first section opens the document, as an overview does.
         in_overview = (view.section_at(block.start) or "").lower() in overview or block.start < preface
         for match in pattern.finditer(block.prose):
@@ -267,7 +285,8 @@ def term_order(view: ProseView, report: Report, seed: bool = True) -> None:
                 continue  # a glossary entry naming another entry of the same glossary
             if pointer is not None and pointer <= use and _glossary(view, defining):
                 continue  # the reader was pointed at the glossary that defines it
-            if not seed and _foreign_use_defined(view, block, match, marks.get(term), use, line):
+            far = line - use >= LONG_BEFORE and not _links_to(view, block, line)
+            if not seed and not far and _foreign_use_defined(view, block, match, marks.get(term), use, line):
                 continue
             report.add(
                 "cr-term-order",
@@ -343,6 +362,7 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
     per_block: list[set[str]] = []
     previous: set[str] = set()
     for block in view.blocks:
+        checkpoint()
         explicit = acronyms.definitions(block.prose)
         spelled = acronyms.long_forms(block.prose)
         per_block.append(explicit | spelled | previous)
@@ -358,6 +378,7 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
     # The title names the document's subject: whoever opens it knows the title's acronyms.
     known_so_far |= {acronyms.base(t) for t in acronyms.ACRONYM_RE.findall(title)}
     for block, here in zip(view.blocks, per_block, strict=True):
+        checkpoint()
         if block.kind == "heading":
             _heading_uses(block, here, known_so_far, defined_at, seen, never, lexicon_)
             known_so_far |= here
@@ -391,12 +412,13 @@ def acronym_order(view: ProseView, report: Report, lexicon_: acronyms.Lexicon, s
     # field stops (and where a typo hides: "Unary PRC", "CLU argument").
     # And a document that spells out none of its acronyms writes for readers who know them:
     # the list is worth its author's time where the document's own convention is to define
-    # them (it defines others) and it leaves some undefined.
-    if not seed:
-        return
+    # them (it defines others) and it leaves some undefined. Another project's document gets
+    # the same list, a suggestion as everywhere: softened, never muted.
     most = lexicon().acronym_passing_uses
     never = {token: found for token, found in never.items() if len({u.line for u in found}) <= most}
-    if never and defined_at:
+    # A design in the seed's shape answers to the house style, which defines every acronym:
+    # its list does not wait for the document to have spelled out another one.
+    if never and (defined_at or seed):
         first = next(iter(never.values()))[0]
         listed = ", ".join(
             f"{token} (line{'s' if len({u.line for u in uses}) > 1 else ''} "
@@ -445,6 +467,7 @@ def decision_shaped(doc: DesignDoc, view: ProseView, report: Report) -> None:
         if section.start >= container.start:
             continue
         for block in view.paragraphs(section.start + 1, section.end):
+            checkpoint()
             for start, end in sentence_spans(block.prose):
                 sentence = block.prose[start:end]
                 if sentence.rstrip().endswith("?") or not any(True for _ in find_terms(sentence, phrases)):
@@ -505,6 +528,7 @@ def review(
     term_order(view, report, seed)
     acronym_order(view, report, acronyms.Lexicon(view, known, words), seed)
     dangling_refs(view, report)
+    loose_ends(view, report, seed)
     tldr_mismatch(doc, view, report)
     decision_shaped(doc, view, report)
     findings = report.findings()

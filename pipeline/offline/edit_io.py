@@ -20,7 +20,8 @@ def keep_line1(current: str, text: str) -> str:
 
 def span_edit(old: str, new: str) -> tuple[str, str] | None:
     """One exact, unique (old_string, new_string) turning ``old`` into ``new``: the changed
-    lines, line endings included, widened by context lines until the old string is unique."""
+    lines, line endings included, widened by context lines (1, 2, 4, ... on each side) until the
+    old string is unique."""
     if old == new:
         return None
     a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
@@ -32,11 +33,14 @@ def span_edit(old: str, new: str) -> tuple[str, str] | None:
         tail += 1
     changed = "".join(b[head : len(b) - tail])
     lo, hi = head, len(a) - tail
+    step = 1
     while True:
         chunk = "".join(a[lo:hi])
         if (chunk and old.count(chunk) == 1) or (lo == 0 and hi == len(a)):
             return chunk, "".join(a[lo:head]) + changed + "".join(a[len(a) - tail : hi])
-        lo, hi = max(0, lo - 1), min(len(a), hi + 1)
+        # Twice the context each time: a few counts of the file, not one per line of context.
+        lo, hi = max(0, lo - step), min(len(a), hi + step)
+        step *= 2
 
 
 def write_edits(obs: Observations, path: str, current: str, text: str) -> bool:

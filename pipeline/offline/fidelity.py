@@ -18,6 +18,7 @@ from pipeline.formats.spawn_params import SpawnParams
 from pipeline.formats.textio import decode
 from pipeline.grounding.mentions import PATH_RE, SOURCE_EXT, looks_like_symbol
 from pipeline.offline import supersede
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.logtext import records
 from pipeline.offline.observe import Observations, required
 from pipeline.offline.pages import failed, read_whole
@@ -104,6 +105,7 @@ def run(params: SpawnParams, obs: Observations) -> ReviewOutput:
     symbols: dict[str, tuple[int, str | None]] = {}
     paths: dict[str, tuple[int, str | None]] = {}
     for block in view.blocks:
+        checkpoint()
         for start, end in block.code:
             span = block.text[start:end].strip()
             line = block.line_at(start)

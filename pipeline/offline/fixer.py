@@ -17,6 +17,7 @@ from pipeline.formats.design_doc import STAMP_LIKE_RE
 from pipeline.formats.findings import Finding
 from pipeline.formats.prose import Block, parse_prose, words_of
 from pipeline.offline import acronyms, wording
+from pipeline.offline.deadline import checkpoint
 from pipeline.offline.edits import EditSet
 from pipeline.offline.fix_reading import (
     fix_acronym,
@@ -35,8 +36,14 @@ from pipeline.offline.text import (
     sentence_spans,
 )
 
-LINK_INTO_PLAN_RE = re.compile(r"\[([^\]]+)\]\(\s*(?:\.{1,2}/)*(?:plan/|implementation-plan\.md)[^)]*\)")
-DASH_RE = re.compile(r"\s*—\s*|\s+--\s+")
+LINK_INTO_PLAN_RE = re.compile(
+    r"\[([^\[\]]++)\]\(\s*+(?:\.{1,2}/)*+(?:plan/|implementation-plan\.md)[^)]*+\)"
+)
+"""A link into the plan. Its text holds no bracket, so each ``[`` is read up to the next bracket
+only (a run of them was quadratic)."""
+DASH_RE = re.compile(r"(?<!\s)\s*—\s*+|(?<=\s)—\s*+|(?<!\s)\s+--\s++")
+"""A dash with the spaces around it, matched from the start of those spaces only (from every
+space of a long run it was quadratic); a dash whose spaces the dash before it took stands alone."""
 JOINT_RE = re.compile(r",\s+(?P<word>and|but|so|which|while|because)\s+|;\s+")
 JOINT_LEAD = {
     "and": "",
@@ -92,6 +99,7 @@ def fix_term(ctx: Context, f: Finding) -> bool:
     target = HouseRule(rule.id, rule.title, terms=(quote,), replace=rule.replace)
     changed = False
     for block in ctx.view.blocks:
+        checkpoint()
         for hit in wording.hits(block, target):
             if repl:
                 said = block.text[hit.start : hit.end]
@@ -251,6 +259,7 @@ def apply(text: str, flagged: list[Finding], instructions: str) -> tuple[str, in
     ctx = Context(doc, view, parse_house_style(instructions), lexicon, edits)
     fixed = left = 0
     for finding in flagged:
+        checkpoint()
         rule = finding.rule
         fixer = FIXERS.get(rule)
         if fixer in EVERY_USE:
@@ -266,26 +275,3 @@ def apply(text: str, flagged: list[Finding], instructions: str) -> tuple[str, in
             left += 1
     new = ctx.edits.apply()
     return new + ("\n" if text.endswith("\n") and not new.endswith("\n") else ""), fixed, left
-
-
-def edits(old: str, new: str) -> list[tuple[str, str]]:
-    """Unique (old_string, new_string) replacements turning ``old`` into ``new``, last first."""
-    import difflib
-
-    a, b = old.split("\n"), new.split("\n")
-    out: list[tuple[str, str]] = []
-    opcodes = [
-        op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"
-    ]
-    for _, i1, i2, j1, j2 in reversed(opcodes):
-        lo, hi = i1, i2
-        while True:
-            chunk = "\n".join(a[lo:hi])
-            if chunk and old.count(chunk) == 1:
-                break
-            if lo == 0 and hi == len(a):
-                break
-            lo, hi = max(0, lo - 1), min(len(a), hi + 1)
-        replacement = "\n".join(a[lo:i1] + b[j1:j2] + a[i2:hi])
-        out.append(("\n".join(a[lo:hi]), replacement))
-    return out

@@ -31,7 +31,8 @@ INSERT_RE = re.compile(
 )
 APPEND_RE = re.compile(rf"^append\s+{Q.format('y')}\s*\.?$", re.I)
 DOC_PATH = Path("design.md")
-SPLIT_RE = re.compile(r"\n|;(?=(?:[^\"'`“”]|\"[^\"]*\"|'[^']*'|`[^`]*`|“[^”]*”)*$)")
+CLOSING = {'"': '"', "'": "'", "`": "`", "“": "”"}
+"""Each quote and the mark that closes it."""
 
 
 def _group(match: re.Match[str], name: str) -> str:
@@ -45,8 +46,35 @@ class Outcome:
     failed: list[str] = field(default_factory=list)
 
 
+def _quotes_close(text: str) -> list[bool]:
+    """For each position, whether the text from there on is plain text and whole quotations
+    (a quote closed by the next closing mark of its kind). One pass from the end."""
+    closes = [False] * (len(text) + 1)
+    closes[len(text)] = True
+    following: dict[str, int] = {}
+    for at in range(len(text) - 1, -1, -1):
+        char = text[at]
+        if char in CLOSING:
+            end = following.get(CLOSING[char])
+            closes[at] = end is not None and closes[end + 1]
+        else:
+            closes[at] = char != "”" and closes[at + 1]
+        following[char] = at
+    return closes
+
+
 def requests(instruction: str) -> list[str]:
-    return [part.strip() for part in SPLIT_RE.split(instruction) if part.strip()]
+    """The requests: one per line, or separated by ";" outside quotes (a ";" after which the
+    rest of the instruction is plain text and whole quotations)."""
+    closes = _quotes_close(instruction)
+    parts: list[str] = []
+    start = 0
+    for at, char in enumerate(instruction):
+        if char == "\n" or (char == ";" and closes[at + 1]):
+            parts.append(instruction[start:at])
+            start = at + 1
+    parts.append(instruction[start:])
+    return [part.strip() for part in parts if part.strip()]
 
 
 def _scope(text: str, section: str | None) -> tuple[int, int]:
@@ -76,7 +104,16 @@ def _replace_once(text: str, section: str | None, old: str, new: str) -> tuple[s
     return text[:at] + new + text[at + len(old) :], None
 
 
+def _present(text: str, section: str | None, passage: str) -> bool:
+    """``passage`` already stands in the section (a request carried out before: a re-run of the
+    spawn must not write it twice)."""
+    start, stop = _scope(text, section)
+    return passage in text[start:stop]
+
+
 def _append(text: str, section: str | None, addition: str) -> tuple[str, str | None]:
+    if _present(text, section, addition):
+        return text, None
     if not section:
         return join([*split_lines(text), "", addition]), None
     doc = parse(text, DOC_PATH)
@@ -119,7 +156,10 @@ def apply(text: str, instruction: str, section: str | None) -> Outcome:
             joined = (
                 anchor + " " + addition if m.group("where").lower() == "after" else addition + " " + anchor
             )
-            out.text, error = _replace_once(out.text, section, anchor, joined)
+            if not _present(out.text, section, joined):
+                out.text, error = _replace_once(out.text, section, anchor, joined)
+            else:
+                error = None
         elif (m := APPEND_RE.match(request)) is not None:
             out.text, error = _append(out.text, section, _group(m, "y"))
         else:

@@ -11,7 +11,7 @@ from pipeline.offline.logtext import RecordView, records
 from pipeline.offline.text import containment, content_words, sentences
 
 SUPERSEDES_RE = re.compile(r"\bsupersed(?:es|ed|e)\b[^.]*?\bD(?P<num>\d+)\b", re.IGNORECASE)
-FULL_DESIGN_RE = re.compile(r"^\s*\*\*Full design:\*\*.*$", re.MULTILINE)
+FULL_DESIGN_RE = re.compile(r"^[ \t]*+\*\*Full design:\*\*.*$", re.MULTILINE)
 SUBJECT = 0.5
 REFLECTED = 0.5
 

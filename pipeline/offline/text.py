@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -12,18 +12,21 @@ from typing import Any
 from pipeline.formats.design_doc import STAMP_RE, DesignDoc, parse_design
 from pipeline.formats.findings import Finding, Severity
 from pipeline.formats.prose import ProseView
+from pipeline.formats.prose_inline import code_span_runs
 from pipeline.formats.textio import decode
 from pipeline.settings import data_dir, load_toml
 
-CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
 LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")
 MARKUP_RE = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
 LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-FOOTNOTE = r"(?:\[\^?[\w-]{1,12}\]|\ue000+)*"
+FOOTNOTE = r"(?:\[\^?[\w-]{1,12}\]|\ue000)*+"
 """A footnote reference (``[^1]``, ``[2]``) or masked markup (``<sup>1</sup>``, a link's target)
-between a sentence's last mark and the next sentence."""
-SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*])")
+between a sentence's last mark and the next sentence. One masked character per repetition,
+and possessive: a run of masked characters is taken once, never split two ways (a run after a
+full stop and before a lower-case word, "namespace.`publishConnectionDetailsTo.configRef` will",
+once cost time exponential in its length)."""
+SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"”’)]?" + FOOTNOTE + r"\s++(?=[A-Z0-9\"“(\[`*])")
 ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "approx.", "Fig.", "No.")
 """Abbreviations that never end a sentence. "etc." is not one: before a capital it ends one."""
 
@@ -45,7 +48,6 @@ class Lexicon:
     group_density: float
     group_share: float
     group_density_by_rule: dict[str, float]
-    house_habits: frozenset[str]
     tentative_sections: frozenset[str]
     future_note_words: tuple[str, ...]
     whole_document_rules: frozenset[str]
@@ -53,6 +55,7 @@ class Lexicon:
     host_suffixes: frozenset[str]
     acronym_passing_uses: int
     far_past: dict[str, float]
+    not_judged: tuple[str, ...]
 
 
 @cache
@@ -74,7 +77,6 @@ def lexicon() -> Lexicon:
         group_density=float(data["suggestion_group_density"]),
         group_share=float(data["suggestion_group_share"]),
         group_density_by_rule={k: float(v) for k, v in data["suggestion_group_density_by_rule"].items()},
-        house_habits=frozenset(data["house_habits"]),
         tentative_sections=frozenset(data["tentative_sections"]),
         future_note_words=tuple(data["future_note_words"]),
         whole_document_rules=frozenset(data["whole_document_rules"]),
@@ -82,6 +84,7 @@ def lexicon() -> Lexicon:
         host_suffixes=frozenset(data["host_suffixes"]),
         acronym_passing_uses=int(data["acronym_passing_uses"]),
         far_past={k: float(v) for k, v in data["hard_limit_far_past"].items()},
+        not_judged=tuple(data["not_judged"]),
     )
 
 
@@ -124,19 +127,29 @@ def doc_from_text(text: str, name: str = "design.md") -> DesignDoc:
 
 
 def code_spans(line: str) -> list[str]:
-    return [m.group(2).strip() for m in CODE_SPAN_RE.finditer(line)]
+    return [line[start + fence : end - fence].strip() for start, end, fence in code_span_runs(line)]
+
+
+def _without_code(line: str, keep_code: bool) -> str:
+    """The line with each code span replaced by its content (``keep_code``) or by "CODE"."""
+    parts: list[str] = []
+    at = 0
+    for start, end, fence in code_span_runs(line):
+        parts += [line[at:start], line[start + fence : end - fence] if keep_code else "CODE"]
+        at = end
+    return "".join([*parts, line[at:]])
 
 
 def clean(line: str, keep_code: bool = False) -> str:
     """A prose line without inline code, link targets, emphasis markers or list markers."""
-    text = CODE_SPAN_RE.sub(lambda m: m.group(2) if keep_code else "CODE", line)
+    text = _without_code(line, keep_code)
     text = LINK_TARGET_RE.sub("]", text).replace("[", "").replace("]", "")
     text = LIST_MARKER_RE.sub("", text)
     return MARKUP_RE.sub("", text).strip()
 
 
 SPAN_SPLIT_RE = re.compile(
-    r"(?<=[.!?])(?:[\"”’)]|~~|[*_]{1,3})?" + FOOTNOTE + r"\s+(?=[A-Z0-9\"“(\[`*_~\ue000])"
+    r"(?<=[.!?])(?:[\"”’)]|~~|[*_]{1,3})?+" + FOOTNOTE + r"\s++(?=[A-Z0-9\"“(\[`*_~\ue000])"
     # A line that ends without a mark, followed by a line that opens a new sentence, is two
     # sentences whose full stop is missing ("... with overflow\nThere are some tricks").
     r"|(?P<unmarked>(?<=[\w\ue000`)])[ \t]*\n"
@@ -248,6 +261,32 @@ def containment(part: set[str], whole: set[str]) -> float:
 @cache
 def term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + re.escape(term).replace(r"\ ", r"\s+") + r"(?![\w-])", re.IGNORECASE)
+
+
+Trie = dict[str, "Trie"]
+
+
+def alternation(terms: Iterable[str], fold: bool = True) -> str:
+    """A pattern matching any of ``terms`` (a space in a term matches any run of spaces), as a
+    trie: at each position it reads each character once however many terms there are, where an
+    alternation of the terms tries every one of them there; of terms sharing a start, the
+    longest is tried first, as in an alternation sorted longest first. ``fold``: the terms are
+    matched with ``re.IGNORECASE`` (each is stored in lower case)."""
+    trie: Trie = {}
+    for term in terms:
+        node = trie
+        for char in " ".join(term.split()).lower() if fold else term:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: Trie) -> str:
+        branches = [
+            (r"\s+" if char == " " else re.escape(char)) + emit(child) for char, child in node.items() if char
+        ]
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")" if branches else ""
+        return f"(?:{body})?" if "" in node and body else body
+
+    return emit(trie)
 
 
 def find_terms(text: str, terms: tuple[str, ...]) -> Iterator[tuple[str, re.Match[str]]]:

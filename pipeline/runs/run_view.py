@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import Kind, Role, Status
 from pipeline.runs.event_fields import RevisionRef
@@ -63,7 +64,7 @@ class RunView:
         """The outcome as a line shows it: with how many parts of the instruction were declined."""
         if not self.outcome or not self.declined:
             return self.outcome or "-"
-        return f"{self.outcome}, {len(self.declined)} part(s) of the instruction declined"
+        return f"{self.outcome}, {declined_words(len(self.declined))}"
 
     def to_json(self) -> dict[str, Any]:
         return {

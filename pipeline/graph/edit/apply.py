@@ -4,6 +4,8 @@ interactive kinds, and the inline-editor spawn they and Step 6 share."""
 from __future__ import annotations
 
 import asyncio
+import difflib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +64,48 @@ class EditorRun:
     """A note when the stamp line had to be put back."""
     declined: list[str]
     """The parts of the instruction the editor said it did not carry out."""
+    twice: str | None = None
+    """A note when the editor wrote a sentence a second time and the copy was removed."""
 
     def notes(self) -> list[str]:
-        return [n for n in (self.line1, f"inline-editor: {self.error}" if self.error else None) if n]
+        error = f"inline-editor: {self.error}" if self.error else None
+        return [n for n in (self.line1, self.twice, error) if n]
+
+
+MIN_WORDS = 5
+"""A sentence this long or longer is one the editor could have written twice by mistake (a
+short one, "See below.", may stand twice on purpose)."""
+
+
+def once(path: Path, before: bytes | None) -> str | None:
+    """The editor never writes the same sentence twice: a sentence the spawn wrote that now
+    stands in the file more often than before, and more than once, loses the copy the spawn
+    added (the later one). Returns a note when it had to."""
+    from pipeline.offline.text import sentences
+
+    now = read_live(path)
+    if now is None or now == before:
+        return None
+    old = (before or b"").decode("utf-8", "replace").split("\n")
+    lines = now.decode("utf-8", "replace").split("\n")
+    counts = Counter(s for line in lines for s in sentences(line))
+    had = Counter(s for line in old for s in sentences(line))
+    removed = 0
+    matcher = difflib.SequenceMatcher(a=old, b=lines, autojunk=False)
+    for tag, _, _, first, last in reversed(matcher.get_opcodes()):
+        for index in range(last - 1, first - 1, -1) if tag in ("replace", "insert") else ():
+            for sentence in reversed(sentences(lines[index])):
+                extra = counts[sentence] > max(had[sentence], 1) and sentence in lines[index]
+                if extra and len(sentence.split()) >= MIN_WORDS:
+                    at = lines[index].rindex(sentence)
+                    head, tail = lines[index][:at].rstrip(), lines[index][at + len(sentence) :].lstrip()
+                    lines[index] = f"{head} {tail}".strip()
+                    counts[sentence] -= 1
+                    removed += 1
+    if not removed:
+        return None
+    atomic_write_bytes(path, "\n".join(lines).encode("utf-8"))
+    return f"the inline editor wrote {removed} sentence(s) a second time in {path.name}; the copy was removed"
 
 
 async def spawn_editor(
@@ -73,12 +114,14 @@ async def spawn_editor(
     """One inline-editor spawn on ``path``. Its params and the line-1 guard read and write
     files: in a thread, off the event loop."""
     params = await asyncio.to_thread(_editor_params, state, deps, path, flagged, changed, target)
+    before = await asyncio.to_thread(read_live, path)
     result, usage = await deps.spawn(params)
     output = result.output
     summary = str(getattr(output, "summary", "")) if output else ""
     declined = list(output.declined) if isinstance(output, EditorOutput) else []
     line1 = await asyncio.to_thread(guard_line1, deps, path)
-    return EditorRun(summary, usage, result.error, line1, declined)
+    twice = await asyncio.to_thread(once, path, before)
+    return EditorRun(summary, usage, result.error, line1, declined, twice)
 
 
 def _editor_params(

@@ -4,7 +4,7 @@ step1_apply (design-sync: step1_5_distill)
   -> nothing applied, or a zero-delta sync: step6_outcome
   -> step2_scope -> step3_mechanical_checks
        -> a blocker, or mechanics-edit (no cold read): step5_merge
-       -> step4_comprehension_gate (+ step4_readability_auditor on design-sync) -> step5_merge
+       -> step4_comprehension_gate + step4_readability_auditor (what the edit wrote) -> step5_merge
   -> step5_merge: clean -> step6_outcome; open with budget left -> step6_fix -> step3_mechanical_checks
   -> step6_outcome -> step7_review_log -> step8_sync_suggestion -> step9_present
 """
@@ -60,14 +60,14 @@ def after_distill(state: EditState) -> AfterDistill:
 
 
 def cold_reads(state: EditState) -> list[ColdReads]:
-    """Step 4 runs only on a structurally sound document, and never for mechanics-edit."""
+    """Step 4 runs only on a structurally sound document, and never for mechanics-edit: the
+    comprehension gate, and the readability auditor on what the edit wrote (design-sync: on the
+    whole re-distilled design)."""
     scope = state.scope
     assert scope is not None
     if scope.cold_read == "skipped" or review.blockers(state.mechanical):
         return ["step5_merge"]
-    if scope.prose_pass:
-        return ["step4_comprehension_gate", "step4_readability_auditor"]
-    return ["step4_comprehension_gate"]
+    return ["step4_comprehension_gate", "step4_readability_auditor"]
 
 
 def after_merge(state: EditState) -> AfterMerge:
@@ -93,7 +93,7 @@ def build_edit_graph(
         cold_reads,
         ["step4_comprehension_gate", "step4_readability_auditor", "step5_merge"],
     )
-    # The two cold reads of design-sync run in one superstep; the merge runs once after it.
+    # The two cold reads run in one superstep; the merge runs once after it.
     graph.add_edge("step4_comprehension_gate", "step5_merge")
     graph.add_edge("step4_readability_auditor", "step5_merge")
     graph.add_conditional_edges("step5_merge", after_merge, ["step6_fix", "step6_outcome"])

@@ -4,6 +4,8 @@ cold reads, the merge and the single-agent fix loop."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import difflib
 from pathlib import Path
 from typing import Literal
 
@@ -155,17 +157,62 @@ def _edit_scope(state: EditState, deps: RunDeps) -> EditScope:
     )
 
 
+def changed_lines(before: bytes | None, now: bytes | None) -> set[int]:
+    """The 1-based lines of the file now that the edit added or changed (against the run's
+    before-snapshot)."""
+    old = (before or b"").decode("utf-8", "replace").split("\n")
+    new = (now or b"").decode("utf-8", "replace").split("\n")
+    out: set[int] = set()
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            out.update(range(j1 + 1, j2 + 1))
+    return out
+
+
+def _edited(state: EditState, deps: RunDeps) -> set[int] | None:
+    """What the readability auditor holds to the house style on an interactive kind: the lines
+    of design.md the edit added or changed (None: the whole design, design-sync's prose pass)."""
+    scope = state.scope
+    if scope is not None and scope.prose_pass:
+        return None
+    return changed_lines(deps.before(deps.design.design), read_live(deps.design.design))
+
+
+def _audit_span(deps: RunDeps, edited: set[int]) -> tuple[int, int]:
+    """The auditor's slice on an edit: from the heading of the section the first changed line
+    is in (a section's measures are taken by the slice that holds its heading) to the last
+    changed line."""
+    first, last = min(edited), max(edited)
+    for section in load_design(deps.design.design).sections:
+        if section.start <= first <= section.end:
+            return min(section.start, first), last
+    return first, last
+
+
+def _held(findings: list[Finding], edited: set[int] | None) -> list[Finding]:
+    """The auditor's findings on what the edit wrote (a wiring error always stands)."""
+    if edited is None:
+        return findings
+    return [f for f in findings if f.rule == "wiring-error" or (f.line is not None and f.line in edited)]
+
+
 async def _cold_read(state: EditState, runtime: RunContext, role: ColdReader) -> EditUpdate:
-    """One cold read over the kind's scope; its params and its event are read and written in
-    a thread, off the event loop."""
+    """One cold read over the kind's scope (the auditor's: what the edit changed); its params
+    and its event are read and written in a thread, off the event loop."""
     deps = runtime.context
     d = deps.design
     inputs = RoundInputs(d, state.kind, state.round, d.design)
-    params = await asyncio.to_thread(lambda: params_for(role, inputs, edit=_edit_scope(state, deps)))
+    edited = await asyncio.to_thread(_edited, state, deps) if role == AUDITOR else None
+    if edited is not None and not edited:
+        return {}  # the edit changed nothing in design.md: no prose of its own to read
+    span = await asyncio.to_thread(_audit_span, deps, edited) if edited else None
+    scope = dataclasses.replace(_edit_scope(state, deps), changed_lines=span)
+    params = await asyncio.to_thread(lambda: params_for(role, inputs, edit=scope))
     result, usage = await deps.spawn(params)
     review = result.review
     draft = deps.rel(d.design)
-    findings = [f.located(draft, result.role) for f in review.findings] if review else []
+    found = review.findings if review else []
+    findings = _held([f.located(draft, result.role) for f in found], edited)
     verdict = review.verdict if review else "INCONCLUSIVE"
     check = ColdReadCheck(round=state.round, check=role, verdict=verdict, findings=len(blocking(findings)))
     await asyncio.to_thread(deps.events.emit, check)
@@ -186,8 +233,10 @@ async def step4_comprehension_gate(state: EditState, runtime: RunContext) -> Edi
 
 
 async def step4_readability_auditor(state: EditState, runtime: RunContext) -> EditUpdate:
-    """Step 4 (design-sync only): one cold readability pass over the whole re-distilled design,
-    the single prose owner (S4). Its params carry no slice_count or total_lines."""
+    """Step 4: one cold readability pass, the single prose owner (S4): over the whole
+    re-distilled design on design-sync, over the text the edit added or changed on every other
+    reviewed kind (the text an edit writes is held to the house style, not only to the
+    comprehension rules). Its params carry no slice_count or total_lines."""
     return await _cold_read(state, runtime, AUDITOR)
 
 
@@ -228,7 +277,7 @@ async def step6_fix(state: EditState, runtime: RunContext) -> EditUpdate:
         run = await spawn_editor(state, deps, path, mine, changed, target)
         usages.append(run.usage)
         summaries.append(f"{path.name}: {run.summary}" if run.summary else f"{path.name}: {run.error}")
-        notes += [n for n in (run.line1,) if n]
+        notes += [n for n in (run.line1, run.twice) if n]
     editable = {deps.rel(path) for path in before}
     left = [f for f in rest if f.file is not None and f.file not in editable]
     if left:
