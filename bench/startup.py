@@ -116,8 +116,25 @@ def make_repository(base: Path, env: dict[str, str], copies: int) -> tuple[Path,
         for name in ("run.json", "events.jsonl"):
             path = target / name
             path.write_text(path.read_text(encoding="utf-8").replace(run.name, run_id), encoding="utf-8")
+    keep_views(many, env)
     make_design_dir(repo / "corpus")
     return repo, many
+
+
+KEEP = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from pipeline.runs.event_log import read_events\n"
+    "from pipeline.runs.views import ViewKeeper\n"
+    "for run_dir in sorted(Path(sys.argv[1]).iterdir()):\n"
+    "    ViewKeeper(run_dir)(read_events(run_dir)[-1])\n"
+)
+
+
+def keep_views(many: Path, env: dict[str, str]) -> None:
+    """Each copied run's view kept beside its log, as the run that wrote the log keeps it (a
+    copy's log is a new file: the view the original kept does not stand for it)."""
+    subprocess.run([sys.executable, "-c", KEEP, str(many)], env=env, check=True)
 
 
 def commands(many: Path) -> list[Command]:

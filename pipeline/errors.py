@@ -67,6 +67,10 @@ class InputError(DesignloopError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class MalformedEdit(InputError):
+    """The edit cannot be applied as given; nothing was written."""
+
+
 class DuplicateSection(InputError):
     """Two sections share an identity, so nothing keyed on identity can proceed."""
 

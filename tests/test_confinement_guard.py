@@ -53,6 +53,9 @@ OWN_STATE: dict[tuple[str, str], str] = {
     ("pipeline.runs.revisions", "SqliteRevisions._db"): "the revision store under the runs directory",
     ("pipeline.runs.snapshot", "snapshot_reader.read"): "a before-snapshot copy under the runs directory",
     ("pipeline.runs.store", "load_batch_file"): "a batch's record under the runs directory",
+    ("pipeline.runs.views", "_kept"): "a run's kept view under the runs directory",
+    ("pipeline.runs.views", "_keep"): "a run's kept view under the runs directory, written",
+    ("pipeline.runs.views", "_code"): "designloop's own modules, digested (the kept views' key)",
     ("pipeline.settings", "make_runs_dir"): "the runs directory's own .gitignore, created",
     ("pipeline.cli.runs", "present"): "a run's summary under the runs directory",
 }

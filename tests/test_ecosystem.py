@@ -167,7 +167,8 @@ def test_an_unpriced_model_is_never_shown_as_free() -> None:
 
     from pipeline.cli.output import cost_text
     from pipeline.runs.events import Spawned
-    from pipeline.runs.views import RunView, apply
+    from pipeline.runs.replay import apply
+    from pipeline.runs.run_view import RunView
 
     view = RunView("r")
     apply(view, Spawned(round=1, role="design-author", status="ok", model="openai:local", calls=3, tokens=9))

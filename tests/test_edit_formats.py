@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import STAMP, body, design
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, MalformedEdit
 from pipeline.formats.edit_plan import EditPlan
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.edits import (
-    MalformedEdit,
     add_section,
     move_section,
     remove_section,

@@ -14,7 +14,7 @@ from pipeline.formats.findings import Finding
 from pipeline.runs.check_events import ColdReadCheck, DualCleanCheck, OtherCheck
 from pipeline.runs.event_log import EVENTS, EventLog, events_of, read_events
 from pipeline.runs.events import Finished, RawEvent, RoundStarted, Spawned, Started, Stopped
-from pipeline.runs.views import replay
+from pipeline.runs.replay import replay
 
 
 def _lines(run_dir: Path, *events: dict[str, object]) -> None:

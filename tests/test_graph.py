@@ -24,7 +24,7 @@ from pipeline.offline.observe import Observations, required
 from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck
 from pipeline.runs.event_log import events_of, read_events
 from pipeline.runs.events import RoundStarted, SliceSkipped, Spawned, Stopped, Warmed
-from pipeline.runs.views import replay
+from pipeline.runs.replay import replay
 
 
 def spawns(run_dir: Path) -> list[Spawned]:

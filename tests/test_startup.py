@@ -44,7 +44,8 @@ AGENT_TIME = (
     "cohere",
     "httpx",
     "httpx2",
-    # the request cache, its retries, the PostgreSQL store and queue
+    # the event loop the runs go on, the request cache, its retries, the PostgreSQL store and queue
+    "asyncio",
     "diskcache",
     "tenacity",
     "psycopg",
@@ -125,3 +126,10 @@ def test_the_probe_sees_what_a_command_imports_when_it_runs(design: DesignDir) -
     exit_code, modules = imported(["graph"], design.repo_root)
     assert exit_code == 0
     assert {"langgraph", "pipeline.graph.runner"} <= set(modules)
+
+
+@pytest.mark.slow
+def test_the_runs_are_listed_from_the_views_they_kept_not_from_their_events(design: DesignDir) -> None:
+    for argv in (["runs"], ["status"]):
+        code, modules = imported(argv, design.repo_root)
+        assert code == 0 and not {"pipeline.runs.events", "pipeline.runs.replay"} & set(modules)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -104,9 +105,48 @@ def check_prompts(roles: dict[str, RoleDef], repo_root: Path) -> None:
             read_text(path, what=f"{kind[:-1]} override")
 
 
-def open_session(repo_root: Path, options: SessionOptions) -> Session:
-    """Check every option and setting, then build the runtime. Nothing is written: the request
-    cache opens on its first use, after the command has checked everything else."""
+@dataclass(frozen=True, slots=True)
+class SetUp:
+    """What every run in one repository shares, checked once: the settings, the roles and the
+    prompts they load, each role's model, the runs directory, and where no role reads (the runs
+    directory, designloop's recorded outputs and every runs directory under the repository,
+    found by one walk). A batch or a worker makes it once per repository; each run gets a
+    session of its own over it (``SetUp.session``)."""
+
+    repo_root: Path
+    options: SessionOptions
+    params: dict[str, Any]
+    limits: Limits
+    run: RunSettings
+    roles: dict[str, RoleDef]
+    specs: dict[str, str]
+    budget: Budget
+    runs_dir: Path
+    private_dirs: tuple[Path, ...]
+
+    def session(self) -> Session:
+        """A session of one run: a runtime of its own (its ledger, its budget, its models) over
+        the shared set-up. Nothing is read or checked again."""
+        runtime = Runtime(
+            repo_root=self.repo_root,
+            roles=self.roles,
+            model_specs=dict(self.specs),
+            cache=None if self.options.no_cache else LazyCache(self.runs_dir / CACHE_DIR),
+            budget=self.budget,
+            timeout=self.run.spawn_timeout,
+            policy=RetryPolicy(first_turn_timeout=self.run.first_turn_timeout),
+            base_url=self.options.base_url,
+            bash_timeout=self.run.bash_timeout,
+            private_dirs=self.private_dirs,
+            limits=self.limits,
+        )
+        return Session(runtime, self.limits, self.run, self.runs_dir, self.params)
+
+
+def set_up(repo_root: Path, options: SessionOptions) -> SetUp:
+    """Check every option and setting, read the roles and prompts, resolve the models and find
+    where no role reads. Nothing is written: the request cache opens on its first use, after
+    the command has checked everything else."""
     params, source = merged_params(repo_root)
     limits = limits_from(params, source)
     run = run_settings(params, source)
@@ -129,20 +169,38 @@ def open_session(repo_root: Path, options: SessionOptions) -> Session:
     given = options.runs_dir or default_runs_dir(repo_root)
     check_runs_link(Path(os.path.abspath(given)))
     runs_dir = given.resolve()
-    runtime = Runtime(
-        repo_root=repo_root,
-        roles=roles,
-        model_specs=specs,
-        cache=None if options.no_cache else LazyCache(runs_dir / CACHE_DIR),
-        budget=budget,
-        timeout=run.spawn_timeout,
-        policy=RetryPolicy(first_turn_timeout=run.first_turn_timeout),
-        base_url=options.base_url,
-        bash_timeout=run.bash_timeout,
-        private_dirs=(runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root)),
-        limits=limits,
-    )
-    return Session(runtime, limits, run, runs_dir, params)
+    private = (runs_dir, *byproducts(runs_dir, repo_root), *store_dirs(repo_root))
+    return SetUp(repo_root, options, params, limits, run, roles, specs, budget, runs_dir, private)
+
+
+def open_session(repo_root: Path, options: SessionOptions) -> Session:
+    """One run's session (``set_up`` and ``SetUp.session`` at once)."""
+    return set_up(repo_root, options).session()
+
+
+class Sessions:
+    """The set-up of each repository (and set of options) a batch or a worker meets, made the
+    first time it is met (``set_up``), and a session per run over it: N directories in one
+    repository read the roles, the prompts and the settings once and walk the repository once,
+    not N times. Each set-up's models are built once, before its first run (``check_models``)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[Path, SessionOptions], SetUp] = {}
+        self._lock = threading.Lock()
+        """A batch plans in a thread while its runs resume on the event loop's."""
+
+    def set_up(self, repo_root: Path, options: SessionOptions) -> SetUp:
+        key = (repo_root, options)
+        with self._lock:
+            if key not in self._made:
+                made = set_up(repo_root, options)
+                check_models(made.session().runtime)
+                self._made[key] = made
+            return self._made[key]
+
+    def open(self, repo_root: Path, options: SessionOptions) -> Session:
+        """A new run's session over its repository's set-up."""
+        return self.set_up(repo_root, options).session()
 
 
 def servers(runtime: Runtime) -> dict[str, str]:

@@ -1,3 +1,4 @@
 from pipeline.cli import run
 
-run()
+if __name__ == "__main__":  # not when a worker process imports the main module (fleet.processes)
+    run()

@@ -41,7 +41,7 @@ from pipeline.formats.kinds import PHASE1, PHASE4, CreationKind
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from pipeline.agents.session import SessionOptions
+    from pipeline.agents.session import SessionOptions, Sessions
     from pipeline.errors import ExitCode
     from pipeline.fleet.batch import Batch, BatchRunner, Row
     from pipeline.runs.event_fields import BaseEvent
@@ -133,7 +133,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     (and write its SARIF), and exit with its most urgent code."""
     from pipeline.agents.session import check_budget, parse_cost
     from pipeline.errors import InputError
-    from pipeline.fleet.batch import BatchOptions, BatchRunner
+    from pipeline.fleet.batch import BatchOptions, BatchRunner, worker_processes
     from pipeline.formats.design_dir import expand_directories
     from pipeline.runs.store import open_store
     from pipeline.settings import repo_root
@@ -150,7 +150,7 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     output = check_output_file(flags.output_file)
     dirs = expand_directories(directories, Path.cwd())
     session = flags.session()
-    check_session(repo_root(dirs[0]), session)
+    sessions = check_session(repo_root(dirs[0]), session)
     runs = runs_dir_of(flags.runs_dir)
     store = open_store(flags.store, runs)
     options = BatchOptions(
@@ -170,7 +170,10 @@ def run_batch(kind: CreationKind, directories: list[str], flags: BatchFlags) -> 
     show = flags.show
     live = flags.output_format is None and not show.quiet and not show.verbose and is_terminal()
     try:
-        runner = BatchRunner(options, store)
+        setup = sessions.set_up(repo_root(dirs[0]), session)
+        runner = BatchRunner(
+            options, store, sessions=sessions, workers=worker_processes(options, setup, store, len(dirs))
+        )
         if not live and show.verbose and not flags.as_json:
             runner.progress = _row_lines()
         import asyncio  # only the commands that run something load it
@@ -205,12 +208,15 @@ def _row_lines() -> Callable[[Row, BaseEvent | None], None]:
     return tell
 
 
-def check_session(root: Path, session: SessionOptions) -> None:
+def check_session(root: Path, session: SessionOptions) -> Sessions:
     """The model flags (--model, --role-model, --base-url) and budgets, checked once for every
-    directory of the batch: bad ones are bad input before anything is written."""
-    from pipeline.agents.session import check_models, open_session
+    directory of the batch: bad ones are bad input before anything is written. The set-up made
+    is the one the batch's runs share."""
+    from pipeline.agents.session import Sessions
 
-    check_models(open_session(root, session).runtime)
+    sessions = Sessions()
+    sessions.set_up(root, session)
+    return sessions
 
 
 def _check_sarif(sarif: Path | None) -> Path | None:

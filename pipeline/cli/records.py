@@ -14,8 +14,8 @@ from pipeline.cli.output import cost_text, emit_json, pasteable, say, table
 
 if TYPE_CHECKING:
     from pipeline.errors import InputError
+    from pipeline.runs.run_view import RunView
     from pipeline.runs.store import RunStore
-    from pipeline.runs.views import RunView
 
 
 def _warn(error: InputError) -> None:

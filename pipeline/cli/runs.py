@@ -282,7 +282,8 @@ def start_creation(kind: CreationKind, directory: Path, flags: RunFlags) -> None
             if later and not flags.force:
                 raise later.refusal("create" if kind == PHASE1 else "final", plan.design.root)
             plan.overwrite = later.reasons
-            prints = Fingerprints(store.runs_dir)  # what a later batch compares to skip it
+            # What a later batch compares to skip it, leaving out what the session found private.
+            prints = Fingerprints(store.runs_dir, private=lambda _: plan.session.runtime.private_dirs)
             plan.inputs = fingerprint(plan, prints)
             plan.design_inputs = fingerprint(plan, prints, code=False)
             run = start_run(plan)

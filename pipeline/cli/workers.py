@@ -77,7 +77,7 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
     failing = parse_fail_on(flags.fail_on) or "blocker"
     dirs = expand_directories(directories, Path.cwd())
     session = flags.session()
-    check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
+    sessions = check_session(repo_root(dirs[0]), session)  # bad flags: bad input before the store is touched
     opened = _pg_store(flags.store, flags.runs_dir)
     try:
         options = BatchOptions(
@@ -90,7 +90,7 @@ def enqueue_runs(kind: CreationKind, directories: list[str], flags: BatchFlags) 
         )
         import asyncio  # only the commands that run something load it
 
-        batch = asyncio.run(enqueue(options, opened, dirs))
+        batch = asyncio.run(enqueue(options, opened, dirs, sessions))
     finally:
         opened.close()
     if flags.as_json:

@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pipeline.agents.session import SessionOptions, servers
+from pipeline.agents.session import SessionOptions, Sessions, servers
 from pipeline.errors import ExitCode, InputError
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
@@ -37,9 +37,9 @@ from pipeline.runs.lifecycle_read import Directory, revision_stores
 from pipeline.runs.overwrite import Overwrite, later_work
 from pipeline.runs.records import FailOn, RunRecord, portable
 from pipeline.runs.revisions import input_digests
+from pipeline.runs.run_view import RunView
 from pipeline.runs.setup import RunPlan, plan_run
 from pipeline.runs.store import RunStore
-from pipeline.runs.views import RunView
 
 UNFINISHED = frozenset({"interrupted", "paused", "stopped"})
 FINISHED = frozenset({PASS, SHOULD_FIX_REMAINS, BLOCKER_REMAINS, DECISION_NEEDED})
@@ -244,12 +244,15 @@ def plan_row(
     fingerprints: Fingerprints,
     previous: dict[str, Previous],
     store: RunStore,
+    sessions: Sessions | None = None,
 ) -> Planned | None:
     """Check the directory like a single run and fingerprint its inputs; None when its row is
     already done: bad input, an internal error, skipped as unchanged since its last finished
-    run, or left alone as edited since."""
+    run, or left alone as edited since. ``sessions``: the set-up the batch's directories share."""
     try:
-        plan = plan_run(options.kind, directory, options.session, options.warmup, None, options.fail_on)
+        plan = plan_run(
+            options.kind, directory, options.session, options.warmup, None, options.fail_on, sessions
+        )
         row.directory = portable(plan.design.root, plan.design.repo_root)
         inputs = fingerprint(plan, fingerprints)
         plan.design_inputs = fingerprint(plan, fingerprints, code=False)

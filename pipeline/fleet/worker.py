@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 
 from pipeline.agents.cache import InFlight
+from pipeline.agents.session import Sessions
 from pipeline.fleet.resume import carry_on, start_new
 from pipeline.fleet.rows import (
     Batch,
@@ -83,7 +84,9 @@ def _payload(run_id: str, options: BatchOptions) -> bytes:
     ).encode()
 
 
-async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]) -> Batch:
+async def enqueue(
+    options: BatchOptions, store: PgStore, directories: list[Path], sessions: Sessions | None = None
+) -> Batch:
     """Check every directory, start (or pick up) its run, and put one job per run on the queue.
     A directory unchanged since its last finished run is skipped (one edited since is left
     alone); a bad one is reported, never queued
@@ -98,7 +101,7 @@ async def enqueue(options: BatchOptions, store: PgStore, directories: list[Path]
     for directory in directories:
         row = Row(portable(directory, repo_root(directory)))
         batch.rows.append(row)
-        planned = plan_row(row, directory, options, fingerprints, previous, store)
+        planned = plan_row(row, directory, options, fingerprints, previous, store, sessions)
         if planned is None:
             continue
         before = planned.before
@@ -143,6 +146,8 @@ class Worker:
         self.repo = repo
         self.drain = drain
         self.inflight = InFlight()
+        self.sessions = Sessions()
+        """The set-up the worker's runs share, per repository and options."""
         """One registry of requests being asked, for every job this worker runs at once."""
         settings = worker_settings(repo)
         self.heartbeat = timedelta(seconds=settings.heartbeat)
@@ -215,7 +220,7 @@ class Worker:
                 return  # withdrawn while it waited on the queue: never resumed
             budget, cost, fail_on = job.budget_tokens, job.max_cost, job.fail_on
             run_dir = self.store.run_dir(run_id)  # afresh: a previous taker may have got further
-            run = load_run(run_dir, budget, cost, fail_on, repo=self.repo)
+            run = load_run(run_dir, budget, cost, fail_on, repo=self.repo, sessions=self.sessions)
             # Taking a run over never overwrites what was recorded after it started.
             refuse_later(run, self.store, f"designloop resume {run_id} --force")
 
@@ -240,7 +245,13 @@ class Worker:
             raise exc
         options = resume_options(record, run.run_dir, budget, cost)
         plan = plan_run(
-            record.kind, run.design.root, options, record.warmup, run.design.code_root, record.options.fail_on
+            record.kind,
+            run.design.root,
+            options,
+            record.warmup,
+            run.design.code_root,
+            record.options.fail_on,
+            self.sessions,
         )
         fingerprints = Fingerprints(self.store.runs_dir)
         plan.design_inputs = fingerprint(plan, fingerprints, code=False)

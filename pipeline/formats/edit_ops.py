@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.errors import MalformedEdit
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_plan import EditPlan
 from pipeline.formats.edit_request import EditRequest
 from pipeline.formats.edits import (
-    MalformedEdit,
     add_section,
     find_section,
     move_section,

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import confinement
-from pipeline.errors import InputError
-from pipeline.formats.edits import MalformedEdit
+from pipeline.errors import InputError, MalformedEdit
 from pipeline.formats.stamp import line1_preserved
 from pipeline.formats.textio import atomic_write_bytes, decode, encode
 

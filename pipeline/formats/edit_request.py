@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.formats.edits import MalformedEdit
+from pipeline.errors import MalformedEdit
 from pipeline.formats.kinds import EditKind
 from pipeline.formats.mutations import kind_rule
 

@@ -12,13 +12,9 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import InputError
+from pipeline.errors import MalformedEdit
 from pipeline.formats.design_doc import DECISION_RECORDS, OVERVIEW, DesignDoc, Section, parse_design
 from pipeline.formats.textio import TextFile, split_lines
-
-
-class MalformedEdit(InputError):
-    """The edit cannot be applied as given; nothing was written."""
 
 
 def parse(text: str, path: Path) -> DesignDoc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.errors import MalformedEdit
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.edit_plan import Reader
 from pipeline.formats.edit_request import Choice, EditRequest, Stale
-from pipeline.formats.edits import MalformedEdit
 from pipeline.formats.review_log import parse_entries, working_mode_count
 from pipeline.formats.sync_delta import baseline_path, counterpart, merge_on_top, without_stamp
 from pipeline.formats.textio import decode

@@ -19,7 +19,8 @@ from pipeline.formats.review_log import MutationEntry
 from pipeline.formats.revisions import Finalised, Revision, file_of
 from pipeline.graph.deps import RunDeps
 from pipeline.graph.state import RunStateBase
-from pipeline.runs.events import RevisionRecorded, RevisionRef
+from pipeline.runs.event_fields import RevisionRef
+from pipeline.runs.events import RevisionRecorded
 from pipeline.runs.fingerprint import Fingerprints, output_files
 from pipeline.runs.revisions import SqliteRevisions, actor, directory_of, history, input_digests, latest
 from pipeline.runs.snapshot import snapshot_reader
@@ -85,7 +86,9 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
         actor=actor(design.repo_root),
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         workflow=deps.workflow_sha.get(),
-        inputs=input_digests(design, state.kind, Fingerprints(deps.run_dir.parent)),
+        inputs=input_digests(
+            design, state.kind, Fingerprints(deps.run_dir.parent, private=lambda _: deps.runtime.private_dirs)
+        ),
     )
     recorded: list[Revision] = []
     for file, data in docs:

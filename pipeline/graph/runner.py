@@ -37,6 +37,7 @@ from pipeline.runs.lock import LockLost, RunLock
 from pipeline.runs.records import RUN_FORMAT, FailOn, NotResumable, predates
 from pipeline.runs.setup import OpenRun, load_run
 from pipeline.runs.store import LocalStore, RunStore
+from pipeline.runs.views import ViewKeeper
 from pipeline.settings import CHECKPOINTS
 
 LAUNCH_EVENTS = (RunStarted, Started, Stopped, Paused)
@@ -227,6 +228,7 @@ def _deps(
     )
     if lock is not None:
         deps.fence = lock.check
+    deps.events.subscribe(ViewKeeper(run.run_dir))  # status and runs read it, not the log
     published = store.publish(run.run_dir)
     if published is not None:
         deps.events.subscribe(published)

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from pipeline.runs.batch_record import RowRecord
 from pipeline.runs.report import STYLE, md_table
-from pipeline.runs.views import RunView
+from pipeline.runs.run_view import RunView
 
 HEAD = ["directory", "action", "outcome", "why", "rounds", "spawns", "tokens", "cost (USD)", "report"]
 

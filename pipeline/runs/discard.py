@@ -16,8 +16,8 @@ from pipeline.runs.events import Discarded, Wrote
 from pipeline.runs.fingerprint import file_digests, written_files
 from pipeline.runs.lock import RunLocked, holder_for
 from pipeline.runs.records import locate
+from pipeline.runs.run_view import RunView
 from pipeline.runs.store import RunStore, emit
-from pipeline.runs.views import RunView
 
 
 def refuse_discarded(view: RunView) -> None:

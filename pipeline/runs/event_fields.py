@@ -71,6 +71,17 @@ class Spent(BaseModel):
     cache_hits: int = 0
 
 
+class RevisionRef(BaseModel):
+    """One revision a run recorded, as its event names it (formats.revisions.Revision)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    number: int
+    sha256: str
+    path: str = ""
+    """The document's path in the design directory."""
+
+
 def field_of(value: object, name: str) -> object:
     """A field of an event as data or as a model (what a discriminator looks at)."""
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)

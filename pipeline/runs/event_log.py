@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,7 +20,9 @@ from pipeline.bounded import Unbounded, load_json
 from pipeline.errors import InputError
 from pipeline.formats.space import FULL, out_of_space
 from pipeline.runs.event_fields import BaseEvent, now
-from pipeline.runs.events import Event, parse_event
+
+if TYPE_CHECKING:  # read when a log is read: what only lists runs never loads the events
+    from pipeline.runs.events import Event
 
 EVENTS = "events.jsonl"
 Listener = Callable[[BaseEvent], None]
@@ -117,11 +119,18 @@ def numbered_events(run_dir: Path) -> list[tuple[int, Event]]:
         raise InputError(
             f"the run's event log could not be read: {exc.strerror}", file=path, hint="fix its permissions"
         ) from None
+    from pipeline.runs.events import event_of_line, parse_event
+
     lines = data.split(b"\n")
     events: list[tuple[int, Event]] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        try:  # a whole event, parsed and validated in one step
+            events.append((number, event_of_line(raw)))
+            continue
+        except ValidationError:  # not JSON, not an event, or cut off: the slow path says which
+            pass
         try:
             value = load_json(raw, file=path, what="event", hint="", line=number)
         except Unbounded as exc:

@@ -15,11 +15,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 from pipeline.formats.kinds import Kind, Role, RunVerdict, Status
 from pipeline.runs.check_events import AnyCheck
-from pipeline.runs.event_fields import RAW, BaseEvent, Cost, Findings, Spent, field_of
+from pipeline.runs.event_fields import RAW, BaseEvent, Cost, Findings, RevisionRef, Spent, field_of
 
 
 class RunStarted(BaseEvent):
@@ -158,17 +158,6 @@ class ClaimsLedgered(BaseEvent):
     type: Literal["claims"] = "claims"
     files: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
-
-
-class RevisionRef(BaseModel):
-    """One revision a run recorded, as its event names it (formats.revisions.Revision)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    number: int
-    sha256: str
-    path: str = ""
-    """The document's path in the design directory."""
 
 
 class RevisionRecorded(BaseEvent):
@@ -314,3 +303,9 @@ EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 def parse_event(data: object) -> Event:
     """One event from its JSON data (a line of the log, or a row of a shared store)."""
     return EVENT.validate_python(data)
+
+
+def event_of_line(line: bytes) -> Event:
+    """One event from a line of the log, parsed and validated in one step (``parse_event`` of
+    the line's JSON, at twice its speed: replaying the logs is what ``runs`` spends its time on)."""
+    return EVENT.validate_json(line)

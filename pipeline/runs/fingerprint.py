@@ -34,7 +34,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -54,7 +55,9 @@ DESIGN_NAMES = DESIGN_DOCS | LEDGER_NAMES | {APPROVALS}
 approvals file included: neither makes a batch run again): never anyone's code."""
 
 
+@cache
 def version() -> str:
+    """designloop's version (looked up once: the installed metadata does not change under a run)."""
     try:
         return metadata.version("designloop")
     except metadata.PackageNotFoundError:
@@ -126,22 +129,34 @@ def output_files(design: DesignDir, kind: Kind) -> list[Path]:
     return [design.final, design.final_mechanics]
 
 
+Private = Callable[[Path], Sequence[Path]]
+"""Where no role reads in a repository (its runs directories and designloop's recorded outputs),
+as the session of a run found it (agents.session.SetUp.private_dirs)."""
+
+
 class Fingerprints:
     """Fingerprints for one batch: each root is digested once. ``skip``: more of designloop's
-    own outputs to leave out (the batch's ``--sarif`` file)."""
+    own outputs to leave out (the batch's ``--sarif`` file). ``private``: where no role reads in
+    a repository, as the runs' set-up already found it (else found here, by a walk of the
+    repository for runs directories)."""
 
-    def __init__(self, runs_dir: Path, skip: Iterable[Path] = ()) -> None:
+    def __init__(self, runs_dir: Path, skip: Iterable[Path] = (), private: Private | None = None) -> None:
         self.runs_dir = runs_dir
         self.skip = tuple(skip)
+        self.private = private
         self._code: dict[tuple[Path, bool], str] = {}
         self._workflow: dict[Path, str] = {}
+
+    def _left_out(self, repo_root: Path) -> tuple[Path, ...]:
+        if self.private is not None:
+            return (self.runs_dir, *self.private(repo_root), *self.skip)
+        stores = store_dirs(repo_root)  # every runs directory: no role reads one
+        return (self.runs_dir, *byproducts(self.runs_dir, repo_root), *stores, *self.skip)
 
     def code(self, root: Path, repo_root: Path, wide: bool) -> str:
         """``wide``: walked as a model's tools walk it, else as the code index does."""
         if (root, wide) not in self._code:
-            stores = store_dirs(repo_root)  # every runs directory: no role reads one
-            left_out = (self.runs_dir, *byproducts(self.runs_dir, repo_root), *stores, *self.skip)
-            self._code[root, wide] = code_digest(root, left_out, hidden_dirs=wide)
+            self._code[root, wide] = code_digest(root, self._left_out(repo_root), hidden_dirs=wide)
         return self._code[root, wide]
 
     def workflow(self, repo_root: Path) -> str:

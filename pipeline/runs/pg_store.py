@@ -41,7 +41,9 @@ from pipeline.runs.pg_lock import PgLock, asetup_lock, connect, schema_options, 
 from pipeline.runs.pg_revisions import TABLE as REVISIONS_TABLE
 from pipeline.runs.pg_revisions import PgRevisions
 from pipeline.runs.records import RECORD, RunRecord
-from pipeline.runs.views import RunView, apply, settle
+from pipeline.runs.replay import apply
+from pipeline.runs.run_view import RunView
+from pipeline.runs.views import VIEW, settle
 
 if TYPE_CHECKING:  # what runs a graph imports; the commands that read run records never load it
     from pipeline.agents.cache import RequestCache
@@ -206,7 +208,7 @@ class PgStore:
     def _put_files(self, db: psycopg.Connection[Any], run_dir: Path) -> None:
         for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
             name = path.relative_to(run_dir).as_posix()
-            if name in (EVENTS, RECORD) or name.startswith("report."):
+            if name in (EVENTS, RECORD) or name.startswith(("report.", VIEW)):
                 continue
             db.execute(
                 "INSERT INTO run_files (run_id, name, content) VALUES (%s, %s, %s) "

@@ -19,11 +19,11 @@ from pipeline.bounded import load_json
 from pipeline.errors import InputError
 from pipeline.formats.findings import Finding
 from pipeline.runs.check_events import ComprehensionCheck, DualCleanCheck, MechanicalCheck
+from pipeline.runs.event_fields import RevisionRef
 from pipeline.runs.event_log import read_events
 from pipeline.runs.events import (
     Finished,
     RevisionRecorded,
-    RevisionRef,
     RoundStarted,
     RunStarted,
     Settled,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pipeline.agents.session import Session, SessionOptions, check_models, open_session
+from pipeline.agents.session import Session, SessionOptions, Sessions
 from pipeline.errors import InputError
 from pipeline.formats.design_dir import DesignDir, open_design_dir
 from pipeline.formats.edit_ops import plan_edit as plan_operation
@@ -101,10 +101,10 @@ class RunPlan:
     started_by: StartedBy = "cli"
 
 
-def _session(design: DesignDir, kind: Kind, options: SessionOptions) -> Session:
-    """The run's session, with everything it will read and write checked."""
-    session = open_session(design.repo_root, options)
-    check_models(session.runtime)
+def _session(design: DesignDir, kind: Kind, options: SessionOptions, sessions: Sessions | None) -> Session:
+    """The run's session (over the set-up of its repository a batch shares: ``sessions``), with
+    everything it will read and write checked."""
+    session = (sessions or Sessions()).open(design.repo_root, options)
     check_design_dir(design, kind)
     check_runs_dir(session.runs_dir)
     check_run_space(design, session.runs_dir)
@@ -118,10 +118,11 @@ def plan_run(
     warmup: bool,
     code_root: Path | None = None,
     fail_on: FailOn = "blocker",
+    sessions: Sessions | None = None,
 ) -> RunPlan:
     """Check everything a creation run will read and write; write nothing."""
     design = open_design_dir(directory, code_root)
-    session = _session(design, kind, options)
+    session = _session(design, kind, options, sessions)
     target = design.design if kind == PHASE1 else design.final
     return RunPlan(new_run_id(kind), kind, design, target, session, options, warmup, fail_on)
 
@@ -154,7 +155,7 @@ def plan_edit(
     parse_entries(design.mutations)  # a malformed review log is refused before anything else
     req = settle(req, design, choose)
     plan_operation(req.model_copy(), design, EditPlan(read_live), PLACEHOLDER_STAMP)
-    session = _session(design, req.kind, options)
+    session = _session(design, req.kind, options, None)
     target = design.mechanics if req.kind == MECHANICS_EDIT else design.design
     return RunPlan(
         run_id or new_run_id(req.kind), req.kind, design, target, session, options, False, req.fail_on, req
@@ -258,6 +259,7 @@ def load_run(
     fail_on: FailOn | None = None,
     repo: Path | None = None,
     max_requests: int | None = None,
+    sessions: Sessions | None = None,
 ) -> OpenRun:
     """Open a recorded run to resume it, checked like a new one; a new budget (or --fail-on)
     replaces the recorded one. The run's paths are found in this checkout (records.locate), so
@@ -273,7 +275,7 @@ def load_run(
     options = resume_options(record, run_dir, budget_tokens, max_cost)
     _, directory, code_root = locate(record, run_dir, repo)
     design = open_design_dir(directory, code_root)
-    session = _session(design, record.kind, options)
+    session = _session(design, record.kind, options, sessions)
     if max_requests is not None:  # kept, so a later resume goes on with the raised limit
         write_record(run_dir, record)
     return OpenRun(record, run_dir, design, session)

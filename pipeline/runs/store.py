@@ -25,7 +25,8 @@ from pipeline.runs.event_log import EVENTS, EventLog, Listener
 from pipeline.runs.lock import RunLock, run_lock
 from pipeline.runs.records import RECORD, RunRecord
 from pipeline.runs.revisions import RevisionStore, SqliteRevisions
-from pipeline.runs.views import RunView, list_runs, read_view
+from pipeline.runs.run_view import RunView
+from pipeline.runs.views import ViewKeeper, list_runs, read_view
 from pipeline.settings import CHECKPOINTS, make_runs_dir
 
 if TYPE_CHECKING:  # what runs a graph imports; the commands that read run records never load it
@@ -100,6 +101,10 @@ class LocalStore:
 
     def __init__(self, runs_dir: Path) -> None:
         self.runs_dir = runs_dir
+        self._records: dict[Path, tuple[tuple[int, int, int], RunRecord | None]] = {}
+        """Each run record read, by its file's inode, size and time: a batch asks for the
+        records of every directory it plans, and a run.json that did not change is not read
+        (and validated) again."""
 
     def checkpointer(self) -> AbstractAsyncContextManager[Saver]:
         from pipeline.runs.checkpoints import sqlite_checkpointer
@@ -146,20 +151,34 @@ class LocalStore:
         return read_view(self.run_dir(run_id))
 
     def records(self, directory: str | None = None) -> list[RunRecord]:
-        from pipeline.runs.records import read_record
-
         out: list[RunRecord] = []
         if not self.runs_dir.is_dir():
             return out
         for child in sorted(self.runs_dir.iterdir()):
-            if (child / EVENTS).is_file() and (child / RECORD).is_file():
-                try:
-                    record = read_record(child)
-                    if directory is None or record.directory == directory:
-                        out.append(record)
-                except InputError:
-                    continue
+            if (child / EVENTS).is_file():
+                record = self._record_of(child)
+                if record is not None and (directory is None or record.directory == directory):
+                    out.append(record)
         return out
+
+    def _record_of(self, run_dir: Path) -> RunRecord | None:
+        """The run's record (None: none, or a damaged one), read again only when its file changed."""
+        from pipeline.runs.records import read_record
+
+        try:
+            info = (run_dir / RECORD).stat()
+        except OSError:
+            return None
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        known = self._records.get(run_dir)
+        if known is not None and known[0] == key:
+            return known[1]
+        try:
+            record: RunRecord | None = read_record(run_dir)
+        except InputError:
+            record = None
+        self._records[run_dir] = (key, record)
+        return record
 
     def record(self, run_id: str) -> RunRecord:
         from pipeline.runs.records import read_record
@@ -221,6 +240,7 @@ def load_batch_file(path: Path) -> BatchRecord:
 def emit(store: RunStore, run_dir: Path, event: BaseEvent) -> None:
     """Append one event to a run's log, published to the store the run lives in."""
     log = EventLog(run_dir)
+    log.subscribe(ViewKeeper(run_dir))
     published = store.publish(run_dir)
     if published is not None:
         log.subscribe(published)

@@ -1,190 +1,52 @@
-"""Views of runs replayed from their event logs: ``status`` and ``runs`` consult nothing else."""
+"""Views of runs replayed from their event logs: ``status`` and ``runs`` consult nothing else.
+
+A run's view is kept beside its log (``VIEW``) by the run that writes the log (``ViewKeeper``),
+keyed by the log's inode, size and time and by the code that reads and replays logs: a log that
+did not change since is not read, validated and replayed again, so ``designloop runs`` over
+hundreds of finished runs reads one small file per run. The kept view is a cache: one that does
+not match the log as it is now (another writer added to it, a hand repaired it), was made by
+other code or does not parse is not read, and the log is replayed in memory. Reading never
+writes anything."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from decimal import Decimal
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, cast
 
+from pipeline import __version__
 from pipeline.errors import InputError
-from pipeline.formats.contracts import declined_words
-from pipeline.formats.findings import Finding
-from pipeline.formats.kinds import Kind, Role, Status
-from pipeline.runs.check_events import CheckEvent
-from pipeline.runs.event_log import EVENTS, numbered_events
-from pipeline.runs.events import (
-    Discarded,
-    Event,
-    Finished,
-    OutputsRecorded,
-    Paused,
-    ReviewLogged,
-    RevisionRecorded,
-    RevisionRef,
-    RoundStarted,
-    RunStarted,
-    SliceSkipped,
-    Spawned,
-    Started,
-    Stopped,
-    Wrote,
-)
+from pipeline.runs.event_fields import BaseEvent
+from pipeline.runs.event_log import EVENTS, numbered_events, to_line
 from pipeline.runs.lock import Holder, run_lock
 from pipeline.runs.records import locate, read_record
+from pipeline.runs.run_view import RunView
 
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
-@dataclass(slots=True)
-class SpawnView:
-    round: int
-    role: Role
-    slice: tuple[int, int] | None
-    status: Status | Literal["skipped"]
-    cache_hits: int
-    calls: int
-    tokens: int
-    findings: int
-    skipped: bool = False
+    from pipeline.runs.events import Event
 
-
-@dataclass(slots=True)
-class RunView:
-    """A run as its events tell it."""
-
-    run_id: str
-    kind: Kind | None = None
-    """None until the run's first event says it (a log cut short before it)."""
-    directory: str = "?"
-    started: str = ""
-    state: str = "running"
-    round: int = 0
-    outcome: str | None = None
-    review_log_entry: int | None = None
-    spawns: dict[str, SpawnView] = field(default_factory=dict)
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    tokens: int = 0
-    cost: Decimal = Decimal(0)
-    unpriced: list[str] = field(default_factory=list)
-    """Models that made requests without a known price (their cost is not in ``cost``)."""
-    cache_hits: int = 0
-    message: str | None = None
-    outputs: str | None = None
-    """The digest of what a finished batch run left on disk (runs.fingerprint)."""
-    wrote: dict[str, str | None] = field(default_factory=dict)
-    """Each document the run wrote, by its repository-relative path, with the SHA-256 it had
-    when the run last recorded it (at its finish, pause, stop or discard)."""
-    findings: list[Finding] = field(default_factory=list)
-    """What remained at the finish."""
-    declined: list[str] = field(default_factory=list)
-    """The parts of the user's instruction the inline editor declined."""
-    revisions: dict[str, RevisionRef] = field(default_factory=dict)
-    """The revision the run recorded of each document (number, sha256, path); none in runs
-    recorded before revisions were."""
-
-    def shown_outcome(self) -> str:
-        """The outcome as a line shows it: with how many parts of the instruction were declined."""
-        if not self.outcome or not self.declined:
-            return self.outcome or "-"
-        return f"{self.outcome}, {declined_words(len(self.declined))}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind or "?",
-            "directory": self.directory,
-            "started": self.started,
-            "state": self.state,
-            "round": self.round,
-            "outcome": self.outcome,
-            "declined": self.declined,
-            "review_log_entry": self.review_log_entry,
-            "tokens": self.tokens,
-            "cost_usd": str(self.cost),
-            "unpriced": self.unpriced,
-            "cache_hits": self.cache_hits,
-            "message": self.message,
-            "revisions": {k: v.model_dump() for k, v in self.revisions.items()},
-            "spawns": [asdict(s) for s in self.spawns.values()],
-            "checks": self.checks,
-        }
-
-
-def replay(run_id: str, events: list[Event]) -> RunView:
-    view = RunView(run_id)
-    for event in events:
-        apply(view, event)
-    return view
-
-
-def apply(view: RunView, event: Event) -> None:
-    """One event's effect on the view."""
-    match event:
-        case RunStarted():
-            view.kind, view.directory = event.run_kind, event.directory
-            view.started = view.started or event.time
-            view.state = "running"
-        case Started() if view.outcome is None and view.state != "discarded":
-            view.state, view.message = "running", None  # a paused or stopped run going on again
-        case RoundStarted():
-            view.round = event.round
-        case Spawned():
-            _spawned(view, event)
-        case SliceSkipped():
-            key = f"{event.round}:readability-auditor:{list(event.slice)}"
-            view.spawns[key] = SpawnView(
-                event.round, "readability-auditor", event.slice, "skipped", 0, 0, 0, 0, True
-            )
-        case CheckEvent():
-            view.checks.append(event.details())
-        case Paused():
-            view.state, view.message = "paused", event.message
-        case Stopped():
-            view.state, view.message = "stopped", event.message
-            if event.partial is not None:  # what the stopped spawn had spent by then
-                view.tokens += event.partial.total_tokens
-                view.cost += event.partial.cost_usd
-        case Discarded():
-            view.state, view.message = "discarded", event.message
-        case _:
-            _recorded(view, event)
-
-
-def _recorded(view: RunView, event: Event) -> None:
-    """What the finish and a batch record of what the run left: its entry, outcome and files."""
-    match event:
-        case ReviewLogged():
-            view.review_log_entry = event.entry
-        case Finished():
-            view.outcome, view.state = event.outcome, "finished"
-            view.findings = list(event.findings)
-            view.declined = list(event.declined)
-        case OutputsRecorded():
-            view.outputs = event.digest
-        case Wrote():
-            view.wrote.update(event.files)
-        case RevisionRecorded():
-            view.revisions = dict(event.files)
-
-
-def _spawned(view: RunView, event: Spawned) -> None:
-    key = f"{event.round}:{event.role}:{list(event.slice) if event.slice else None}"
-    view.spawns[key] = SpawnView(
-        event.round,
-        event.role,
-        event.slice,
-        event.status,
-        event.cache_hits,
-        event.calls,
-        event.tokens,
-        event.findings,
-    )
-    view.tokens += event.tokens
-    view.cost += event.cost_usd
-    view.cache_hits += event.cache_hits
-    priced = not event.calls or event.cost_usd or event.model in ("", "offline")
-    if not priced and event.model not in view.unpriced:  # a model with no known price: never $0
-        view.unpriced.append(event.model)
+VIEW = ".view.json"
+"""A run's view as its log last told it, in the run directory (runs/ is designloop's own)."""
+REPLAYED_BY = (
+    "runs/views.py",
+    "runs/run_view.py",
+    "runs/replay.py",
+    "runs/events.py",
+    "runs/event_fields.py",
+    "runs/check_events.py",
+    "runs/event_log.py",
+    "formats/findings.py",
+    "formats/kinds.py",
+)
+"""The modules whose code decides a view (a change to any of them replays every log again)."""
 
 
 def settle(view: RunView, holder: Holder | None) -> RunView:
@@ -211,9 +73,116 @@ def _local_holder(run_dir: Path, view: RunView) -> Holder | None:
 
 
 def read_view(run_dir: Path) -> RunView:
-    """A run as its events tell it; an event that cannot be replayed is named by its line."""
-    view = replay(run_dir.name, [event for _, event in numbered_events(run_dir)])
+    """A run as its events tell it (as kept beside the log, while the log is unchanged); an
+    event that cannot be replayed is named by its line."""
+    view = _kept(run_dir) or replayed(run_dir)
     return settle(view, _local_holder(run_dir, view) if view.state == "running" else None)
+
+
+def replayed(run_dir: Path) -> RunView:
+    """The view replayed from the log (the events load only for a replay)."""
+    from pipeline.runs.replay import replay
+
+    return replay(run_dir.name, [event for _, event in numbered_events(run_dir)])
+
+
+@dataclass(slots=True)
+class Kept:
+    """A view as kept beside its log: what it was replayed from, and the view."""
+
+    log: tuple[int, int, int]
+    """The log's inode, size and modification time (ns) when it was read."""
+    code: str
+    """The digest of the code that read and replayed it (``REPLAYED_BY``)."""
+    view: RunView
+
+
+def _log_key(run_dir: Path) -> tuple[int, int, int] | None:
+    try:
+        info = (run_dir / EVENTS).stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+@cache
+def _code() -> str:
+    base = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(__version__.encode())
+    for rel in REPLAYED_BY:
+        with contextlib.suppress(OSError):
+            digest.update(rel.encode() + b"\0" + (base / rel).read_bytes())
+    return digest.hexdigest()
+
+
+@cache
+def _adapter() -> TypeAdapter[Kept]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Kept)
+
+
+def _kept(run_dir: Path) -> RunView | None:
+    """The kept view, when it was replayed from the log as it is now by this code."""
+    key = _log_key(run_dir)
+    try:
+        data = (run_dir / VIEW).read_bytes()
+    except OSError:
+        return None
+    try:
+        kept = _adapter().validate_json(data)
+    except ValueError:  # not a kept view (damaged, or of another shape): replayed afresh
+        return None
+    if key is None or kept.log != key or kept.code != _code() or kept.view.run_id != run_dir.name:
+        return None
+    return kept.view
+
+
+class ViewKeeper:
+    """A listener of a run's event log that keeps the run's view beside it as the run goes.
+
+    Each event it is told is applied to the view it keeps when the log holds exactly that line
+    more than when the view was last kept; otherwise (its first event, or another writer's
+    lines in between) the log is replayed whole, its key taken before it is read, so the view
+    never holds less than its key says. A view that holds more is never read: an append-only
+    log never has that key again. Whatever goes wrong keeps no view; the run goes on."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._view: RunView | None = None
+        self._size = -1
+        self._lock = threading.Lock()
+
+    def __call__(self, event: BaseEvent) -> None:
+        from pipeline.runs.replay import apply
+
+        with self._lock:
+            try:
+                key = _log_key(self.run_dir)
+                if key is None:
+                    return
+                if self._view is not None and key[1] == self._size + len(to_line(event)):
+                    apply(self._view, cast("Event", event))  # every event the log writes is an Event
+                else:
+                    self._view = replayed(self.run_dir)
+                self._size = key[1]
+                _keep(self.run_dir, _adapter().dump_json(Kept(key, _code(), self._view)))
+            except (OSError, ValueError, InputError):  # a cache: no view kept, and none held
+                self._view = None
+
+
+def _keep(run_dir: Path, data: bytes) -> None:
+    """Write the kept view through a temporary file of this writer's and a rename; a runs
+    directory that cannot be written keeps none (the view is replayed each time)."""
+    tmp = run_dir / f"{VIEW}.{os.getpid()}-{threading.get_ident()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, run_dir / VIEW)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def list_runs(runs_dir: Path, warn: Callable[[InputError], None] | None = None) -> list[RunView]:
