@@ -7,6 +7,7 @@ what it must show or why it is refused."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -182,6 +183,51 @@ def test_a_quoted_glob_reaches_the_command_and_an_unquoted_one_names_files(autho
     unquoted = bash(author, "grep -c refill code/ratelimit/*.py")  # type: ignore[arg-type]
     assert "code/ratelimit/bucket.py:" in unquoted and "code/ratelimit/store.py:" in unquoted
     assert bash(author, "grep -c refill code/*.nothing").startswith("exit 2")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Ctx:
+    """The author's tools on a repository with a file of 20,000 lines and one of a single line
+    of 100,000 characters."""
+    (tmp_path / "big.txt").write_text("".join(f"line {n} filler text\n" for n in range(1, 20_001)))
+    (tmp_path / "longline.txt").write_text("x" * 100_000 + "\n")
+    return Ctx(ToolContext(role="design-author", repo_root=tmp_path, tools=AUTHOR_TOOLS))
+
+
+def test_a_long_output_is_cut_at_a_line_end_and_says_how_to_narrow(big: Ctx) -> None:
+    out = bash(big, "grep -n filler big.txt")  # type: ignore[arg-type]
+    body, note = out.removesuffix("\n").rsplit("\n", 1)
+    lines = body.splitlines()
+    assert len(out) <= 30_000 + len(note) + 2
+    assert lines[-1] == f"{len(lines)}:line {len(lines)} filler text", "whole lines only"
+    size = len(body.encode()) + 1
+    total = len(Path(big.deps.repo_root / "big.txt").read_text()) + sum(
+        len(f"{n}:") for n in range(1, 20_001)
+    )
+    assert note == (
+        f"[output cut after {len(lines)} lines ({size:,} of {total:,} bytes); narrow the command:"
+        " grep -m N, head -n N, sed -n 'A,Bp' FILE, or a narrower path]"
+    )
+
+
+def test_one_line_longer_than_the_cap_is_cut_inside_it_and_says_so(big: Ctx) -> None:
+    out = bash(big, "head -n 1 longline.txt")  # type: ignore[arg-type]
+    body, note = out.removesuffix("\n").rsplit("\n", 1)
+    assert body == "x" * 30_000
+    assert note.startswith("[output cut at 30,000 characters, inside line 1 (of 100,001 bytes); narrow")
+
+
+def test_an_error_is_shown_whole_beside_a_long_output(big: Ctx) -> None:
+    out = bash(big, "grep -n filler big.txt no-such-file")  # type: ignore[arg-type]
+    assert out.startswith("exit 2\n") and "[output cut after " in out
+    assert out.endswith("grep: no-such-file: No such file or directory\n"), out[-300:]
+
+
+def test_a_command_past_its_time_limit_is_stopped(big: Ctx) -> None:
+    """A FIFO nobody writes to holds ``head`` forever: the time limit kills it."""
+    os.mkfifo(big.deps.repo_root / "pipe.fifo")
+    big.deps.bash_timeout = 0.5
+    assert bash(big, "head -n 1 pipe.fifo") == "error: timed out after 0.5s"  # type: ignore[arg-type]
 
 
 def test_a_search_that_finds_nothing_says_so() -> None:

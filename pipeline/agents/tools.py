@@ -449,7 +449,9 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         return _refusal(deps.refuse(str(exc) + ("; to read a file, use the read tool" if reader else "")))
     except Refused as exc:
         return _refusal(exc)
-    return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS, line.drop_errors, deps.tools)
+    return run_planned(
+        argv, deps.repo_root, deps.bash_timeout, MAX_OUTPUT_CHARS, line.drop_errors, deps.tools
+    )
 
 
 def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
