@@ -7,6 +7,7 @@ what it must show or why it is refused."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -98,6 +99,13 @@ TABLE: list[tuple[str, str, str]] = [
     ('find . -type f \\( -name "*.py" -o -name "*.md" \\) -maxdepth 3', RUNS, "notes.md"),
     ("find code -maxdepth 1 -type d", RUNS, "code/ratelimit"),
     ("find . -name '*.sqlite'", RUNS, ""),
+    # Braces expand as in bash, before the glob; a quoted brace is text.
+    ("grep -rl refill --include=*.{py,txt} code", RUNS, "code/name with space.txt"),
+    ("grep -n 'def take' code/ratelimit/{bucket,store}.py", RUNS, "code/ratelimit/bucket.py:36:"),
+    ("grep -cE 'ref{1,2}ill' code/ratelimit/bucket.py", RUNS, ""),
+    ("wc -l code/ratelimit/{clock,store}.py", RUNS, "code/ratelimit/clock.py"),
+    ("sed -n '{1,3}p' code/ratelimit/bucket.py", REFUSED, "sed runs only scripts that print"),
+    ("ls code/{1..2000}", REFUSED, "more than 1000 words"),
     # Reading parts of a file.
     ("sed -n '1,5p' code/ratelimit/bucket.py", RUNS, "The token bucket"),
     ("sed -n '/def take/,/return/p' code/ratelimit/bucket.py", RUNS, "def take("),
@@ -128,6 +136,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("grep -n refill code/ratelimit/bucket.py > out.txt", REFUSED, "redirection (>)"),
     ("grep -c refill < code/ratelimit/bucket.py", REFUSED, "redirection (<)"),
     ("ls code; ls docs", REFUSED, "; is a shell operator"),
+    ("ls code || ls .", REFUSED, "|| runs a second command when the first fails"),
     ("grep -q refill notes.md && echo yes", REFUSED, "&& is a shell operator"),
     ("grep -rn $PATTERN code", REFUSED, "$PATTERN would be expanded"),
     ('grep -rn "$(id)" code', REFUSED, "$( would be expanded"),
@@ -176,6 +185,51 @@ def test_a_quoted_glob_reaches_the_command_and_an_unquoted_one_names_files(autho
     assert bash(author, "grep -c refill code/*.nothing").startswith("exit 2")  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def big(tmp_path: Path) -> Ctx:
+    """The author's tools on a repository with a file of 20,000 lines and one of a single line
+    of 100,000 characters."""
+    (tmp_path / "big.txt").write_text("".join(f"line {n} filler text\n" for n in range(1, 20_001)))
+    (tmp_path / "longline.txt").write_text("x" * 100_000 + "\n")
+    return Ctx(ToolContext(role="design-author", repo_root=tmp_path, tools=AUTHOR_TOOLS))
+
+
+def test_a_long_output_is_cut_at_a_line_end_and_says_how_to_narrow(big: Ctx) -> None:
+    out = bash(big, "grep -n filler big.txt")  # type: ignore[arg-type]
+    body, note = out.removesuffix("\n").rsplit("\n", 1)
+    lines = body.splitlines()
+    assert len(out) <= 30_000 + len(note) + 2
+    assert lines[-1] == f"{len(lines)}:line {len(lines)} filler text", "whole lines only"
+    size = len(body.encode()) + 1
+    total = len(Path(big.deps.repo_root / "big.txt").read_text()) + sum(
+        len(f"{n}:") for n in range(1, 20_001)
+    )
+    assert note == (
+        f"[output cut after {len(lines)} lines ({size:,} of {total:,} bytes); narrow the command:"
+        " grep -m N, head -n N, sed -n 'A,Bp' FILE, or a narrower path]"
+    )
+
+
+def test_one_line_longer_than_the_cap_is_cut_inside_it_and_says_so(big: Ctx) -> None:
+    out = bash(big, "head -n 1 longline.txt")  # type: ignore[arg-type]
+    body, note = out.removesuffix("\n").rsplit("\n", 1)
+    assert body == "x" * 30_000
+    assert note.startswith("[output cut at 30,000 characters, inside line 1 (of 100,001 bytes); narrow")
+
+
+def test_an_error_is_shown_whole_beside_a_long_output(big: Ctx) -> None:
+    out = bash(big, "grep -n filler big.txt no-such-file")  # type: ignore[arg-type]
+    assert out.startswith("exit 2\n") and "[output cut after " in out
+    assert out.endswith("grep: no-such-file: No such file or directory\n"), out[-300:]
+
+
+def test_a_command_past_its_time_limit_is_stopped(big: Ctx) -> None:
+    """A FIFO nobody writes to holds ``head`` forever: the time limit kills it."""
+    os.mkfifo(big.deps.repo_root / "pipe.fifo")
+    big.deps.bash_timeout = 0.5
+    assert bash(big, "head -n 1 pipe.fifo") == "error: timed out after 0.5s"  # type: ignore[arg-type]
+
+
 def test_a_search_that_finds_nothing_says_so() -> None:
     assert shell._searches(["grep", "-n", "--", "x", "f"])
     assert not shell._searches(["ls", "x"])
@@ -199,6 +253,15 @@ def test_the_words_are_those_a_shell_would_pass() -> None:
         "find . \\( -name a \\)": ["find", ".", "(", "-name", "a", ")"],
         "grep x f 2>/dev/null": ["grep", "x", "f"],
         "grep x f 2> /dev/null": ["grep", "x", "f"],
+        "grep -rn x --include=*.{py,md} .": ["grep", "-rn", "x", "--include=*.py", "--include=*.md", "."],
+        "grep x src/{a,b}.py": ["grep", "x", "src/a.py", "src/b.py"],
+        "grep x 'src/{a,b}.py'": ["grep", "x", "src/{a,b}.py"],
+        "grep -E 'a{1,3}' f": ["grep", "-E", "a{1,3}", "f"],
+        "grep x f{1..3}": ["grep", "x", "f1", "f2", "f3"],
+        "grep x f{01..10..3}": ["grep", "x", "f01", "f04", "f07", "f10"],
+        "grep x {a{b,c}}": ["grep", "x", "{ab}", "{ac}"],
+        "grep x a{b}c {} a\\{b,c}": ["grep", "x", "a{b}c", "{}", "a{b,c}"],
+        "ls d/{a,}": ["ls", "d/a", "d/"],
     }
     for line, words in cases.items():
         assert split_command(line).argv == words, line
@@ -208,6 +271,9 @@ def test_the_words_are_those_a_shell_would_pass() -> None:
     assert globbed[2].pattern == "a b/*.py" and globbed[3].pattern is None
     assert split_command("ls [ab]*").words[1].pattern == "[ab]*"
     assert split_command("ls '[ab]'*").words[1].pattern == "[[]ab]*"
+    braced = split_command("grep x --include=*.{py,md} '*'.{a,b}").words
+    assert [w.pattern for w in braced[2:]] == ["--include=*.py", "--include=*.md", None, None]
+    assert [w.text for w in braced[4:]] == ["*.a", "*.b"]
 
 
 def test_operators_and_expansions_outside_quotes_are_refused() -> None:
@@ -262,3 +328,42 @@ def test_the_description_lists_only_what_this_machine_has(
         assert "grep tool" not in shell.not_installed("rg", ("Read", "Bash"))
     finally:
         shell.installed.cache_clear()
+
+
+BRACED = [
+    "a{b,c}d",
+    "{a,b}{c,d}",
+    "{a{b,c}}",
+    "{}",
+    "{a}",
+    "x{",
+    "a{,b}",
+    "{a,b,}",
+    "{1..5}",
+    "{05..1}",
+    "{1..10..3}",
+    "{-05..5..5}",
+    "{a..e}",
+    "{e..a..2}",
+    "{a,b{c,d}e}f",
+    "{a..}",
+    "{1..a}",
+    "a{b}{c,d}",
+    "x{1..3}y{a,b}",
+    "--include=*.{py,md}",
+    "'{a,b}'{c,d}",
+    "\\{a,b}",
+    "{a\\,b,c}",
+]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="compared with bash itself")
+@pytest.mark.parametrize("word", BRACED)
+def test_braces_expand_to_the_words_bash_makes(word: str) -> None:
+    made = subprocess.run(
+        ["bash", "-c", f"set -f; for w in {word}; do printf '%s\\n' \"$w\"; done"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert split_command(f"ls {word}").argv[1:] == made

@@ -201,3 +201,80 @@ def test_the_built_in_grep_stops_at_200_matches_and_says_how_to_narrow(repo) -> 
     out = grep(ctx, "^hit", "many.txt").splitlines()  # type: ignore[arg-type]
     assert len(out) == 201 and out[199] == "many.txt:200:hit 199"
     assert out[200] == "(truncated at 200 matches: narrow the path, the glob or the pattern)"
+
+
+def test_a_pattern_that_backtracks_without_end_stops_at_the_time_limit(repo) -> None:  # type: ignore[no-untyped-def]
+    """The pattern's match runs with a time limit and lets go of the GIL: the search answers
+    with a named error, and another thread runs meanwhile."""
+    import threading
+
+    (repo.repo_root / "code" / "words.txt").write_text("a" * 60 + "b\n")
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, bash_timeout=0.5))
+    ticks: list[int] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.01)
+
+    ticking = threading.Thread(target=tick)
+    ticking.start()
+    try:
+        out = grep(ctx, "(a|aa)+$", "code/words.txt")  # type: ignore[arg-type]
+    finally:
+        stop.set()
+        ticking.join()
+    assert out.startswith("error: the search stopped at its time limit (0.5s) in code/words.txt"), out
+    assert "simplify it" in out
+    assert len(ticks) > 5, "the search held the GIL"
+
+
+def test_the_built_in_grep_tells_no_match_from_a_wrong_question(repo) -> None:  # type: ignore[no-untyped-def]
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root))
+    assert grep(ctx, "refill", "code/ratelimit/bukcet.py") == (  # type: ignore[arg-type]
+        "error: code/ratelimit/bukcet.py: no such file or directory (did you mean code/ratelimit/bucket.py?)"
+    )
+    assert grep(ctx, "refill", "nowhere") == "error: nowhere: no such file or directory"  # type: ignore[arg-type]
+    assert read(ctx, "code/ratelimit/bukcet.py").startswith("error: code/ratelimit/bukcet.py: no such file")  # type: ignore[arg-type]
+    # grep's POSIX classes are read as grep reads them.
+    posix = grep(ctx, "^[[:space:]]*def take", "code")  # type: ignore[arg-type]
+    assert posix.startswith("code/ratelimit/bucket.py:36:    def take("), posix
+    assert "BucketState" in grep(ctx, "[[:upper:]][[:lower:]]+State", "code/ratelimit/bucket.py")  # type: ignore[arg-type]
+    # A glob's braces expand, in Grep and in Glob.
+    braced = grep(ctx, "refill", "code", glob="*.{py,md}")  # type: ignore[arg-type]
+    assert "code/ratelimit/bucket.py:" in braced
+    both = glob_files(ctx, "code/ratelimit/{bucket,store}.py")  # type: ignore[arg-type]
+    assert both == "code/ratelimit/bucket.py\ncode/ratelimit/store.py"
+    # grep's word edges are literal characters in a Python pattern: the answer says so.
+    assert "\\b for a word's edge" in grep(ctx, "\\<take\\>", "code")  # type: ignore[arg-type]
+
+
+def test_a_line_match_is_found_whatever_its_anchors(repo) -> None:  # type: ignore[no-untyped-def]
+    """Files are matched whole first; anchors and lookarounds that tell a line from the text
+    still find each line as grep does."""
+    (repo.repo_root / "lines.txt").write_text("first\nsecond line\nthird\n")
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root))
+    for pattern, line in [
+        ("\\Asecond", 2),
+        ("line\\Z", 2),
+        ("(?<![\\s\\S])third", 3),
+        ("^second", 2),
+        ("line$", 2),
+        ("d(?![\\s\\S])", 3),
+    ]:
+        assert grep(ctx, pattern, "lines.txt").splitlines()[0].startswith(f"lines.txt:{line}:"), pattern  # type: ignore[arg-type]
+    assert grep(ctx, "first\\s+second", "lines.txt") == "no matches", "a line is searched alone"  # type: ignore[arg-type]
+
+
+def test_a_search_answer_is_cut_to_size_and_says_so(repo) -> None:  # type: ignore[no-untyped-def]
+    (repo.repo_root / "long.txt").write_text(("x" * 2_000 + "\n") * 50)
+    (repo.repo_root / "longline.txt").write_text("y" * 100_000 + "\n")
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root))
+    out = grep(ctx, "x", "long.txt").splitlines()  # type: ignore[arg-type]
+    assert all(line.endswith(":" + "x" * 2_000) for line in out[:-1]), "whole lines"
+    assert len(out) - 1 < 50 and out[-1].startswith(
+        f"(cut at 30,000 characters, after {len(out) - 1} matches"
+    )
+    one = grep(ctx, "y", "longline.txt").splitlines()  # type: ignore[arg-type]
+    assert len(one[0]) == 30_000 and one[1].startswith("(cut at 30,000 characters, after 0 matches")

@@ -8,9 +8,11 @@ make their characters plain text, so ``grep -n "a\\|b"``, ``grep -E 'a|b'``, a `
 (``$NAME``, ``${...}``, ``$(...)``; also inside double quotes, where a shell expands them too).
 Two redirections that only say what to do with error messages are understood: ``2>/dev/null``
 (the command's error output is dropped) and ``2>&1`` (it is kept, as it always is). A word
-whose glob characters (``*``, ``?``, ``[``) stand outside quotes carries a pattern for the
-caller to expand against the files it may read, as a shell would (``src/*.py``); quoted glob
-characters stay plain (``find . -name '*.py'``).
+is brace-expanded first, as bash does (agents.braces: ``--include=*.{py,md}`` is two options,
+``src/{a,b}.py`` two paths; a quoted brace is text, so ``grep -E 'x{2,3}'`` keeps its pattern).
+A word whose glob characters (``*``, ``?``, ``[``) stand outside quotes carries a pattern for
+the caller to expand against the files it may read, as a shell would (``src/*.py``); quoted
+glob characters stay plain (``find . -name '*.py'``).
 
 The standard library's ``shlex`` splits words the same way but does not say which characters
 were quoted, which the glob expansion and the operator test both need; this lexer keeps that.
@@ -20,6 +22,9 @@ from __future__ import annotations
 
 import glob as globbing
 from dataclasses import dataclass, field
+
+from pipeline.agents import braces
+from pipeline.agents.braces import Char
 
 OPERATORS = frozenset("|&;<>()`\n")
 GLOB = frozenset("*?[")
@@ -58,23 +63,33 @@ class CommandLine:
 
 @dataclass(slots=True)
 class _Builder:
-    text: list[str] = field(default_factory=list)
-    pattern: list[str] = field(default_factory=list)
+    chars: list[Char] = field(default_factory=list)
     started: bool = False
-    globbed: bool = False
 
     def add(self, chars: str, quoted: bool) -> None:
         self.started = True
-        self.text.append(chars)
-        if not quoted and chars in GLOB:
-            self.globbed = True
-            self.pattern.append(chars)
-        else:
-            self.pattern.append(globbing.escape(chars))
+        self.chars.append((chars, quoted))
 
-    def word(self) -> Word:
-        text = "".join(self.text)
-        return Word(text, "".join(self.pattern) if self.globbed else None)
+    def text(self) -> str:
+        return "".join(ch for ch, _ in self.chars)
+
+    def words(self) -> list[Word]:
+        """The word as a shell passes it on: brace-expanded (one word or several), each with
+        its glob pattern when glob characters stood outside quotes."""
+        try:
+            return [_word(chars) for chars in braces.expand(self.chars)]
+        except braces.TooManyWords as exc:
+            raise ShellSyntax(f"{exc}: name fewer, or search a directory instead") from None
+
+
+def _word(chars: list[Char]) -> Word:
+    """A word's text, and its glob pattern (the quoted characters escaped) when a glob
+    character stood outside quotes."""
+    text = "".join(ch for ch, _ in chars)
+    if not any(ch in GLOB and not quoted for ch, quoted in chars):
+        return Word(text)
+    pattern = "".join(ch if ch in GLOB and not quoted else globbing.escape(ch) for ch, quoted in chars)
+    return Word(text, pattern)
 
 
 def _expansion(line: str, at: int) -> str | None:
@@ -132,7 +147,7 @@ def _double(line: str, i: int, word: _Builder) -> int:
 def _redirect(line: str, i: int, word: _Builder, out: CommandLine) -> int | None:
     """``2>/dev/null`` or ``2>&1`` where a shell would read them (the ``2`` a word of its own);
     the index after it, or None when ``>`` at ``i`` is not one of them."""
-    if word.text != ["2"] or word.globbed:
+    if word.chars != [("2", False)]:
         return None
     rest = line[i + 1 :]
     target = rest.lstrip(" \t")
@@ -154,7 +169,7 @@ def split_command(line: str) -> CommandLine:
         ch = line[i]
         if ch in " \t":
             if word.started:
-                out.words.append(word.word())
+                out.words += word.words()
                 word = _Builder()
             i += 1
         elif ch == "#" and not word.started:
@@ -178,7 +193,7 @@ def split_command(line: str) -> CommandLine:
             word.add(ch, quoted=False)
             i += 1
     if word.started:
-        out.words.append(word.word())
+        out.words += word.words()
     return out
 
 
@@ -191,6 +206,11 @@ def _operator(line: str, at: int) -> str:
 
 def _operator_message(line: str, at: int) -> str:
     op = line[at]
+    if line[at : at + 2] == "||":
+        return (
+            "|| runs a second command when the first fails, which needs a shell, and none runs here:"
+            " run one command at a time"
+        )
     if op == "|":
         return "a pipe (|) needs a shell, and none runs here: run one command (grep -m N caps matches)"
     if op in "<>":

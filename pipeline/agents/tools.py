@@ -12,20 +12,32 @@ the model as the tool's result and recorded on the context.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import glob as globbing
-import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import regex
 from pydantic_ai import RunContext, Tool
 
 from pipeline import confinement
 from pipeline.agents.command_line import ShellSyntax, Word, split_command
 from pipeline.agents.confine import ForbiddenFile, LogGuard, Private
 from pipeline.agents.readable import walk
+from pipeline.agents.regex_search import (
+    MAX_MATCHES,
+    LineSearch,
+    Match,
+    TimedOut,
+    compile_pattern,
+    globbed,
+    no_match,
+    shown,
+)
 from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command, run_planned
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
@@ -40,7 +52,9 @@ __all__ = ["ForbiddenFile", "ToolContext", "tools_for"]
 MAX_READ_CHARS = 400_000
 MAX_FILE_BYTES = 64 << 20
 """The largest file Read opens (a page of it is returned; a larger file is no text to review)."""
-MAX_MATCHES = 200
+MAX_OUTPUT_CHARS = 30_000
+"""The most a Bash command or a search answers at once (about 7,500 tokens), cut at a line's end
+with a note that says how to narrow it: Read pages a file instead."""
 
 
 class Refused(Exception):
@@ -187,8 +201,10 @@ def read(ctx: RunContext[ToolContext], path: str, offset: int = 1, limit: int | 
         ]
         deps.reads.append(deps.rel(real) + "/")
         return "\n".join(entries) if entries else "(empty directory)"
+    if not real.exists():
+        return missing(deps, path, real)
     if not real.is_file():
-        return f"error: {path}: no such file"
+        return f"error: {path}: not a regular file"
     try:
         raw = confinement.read_bytes(real, deps.repo_root, limit=MAX_FILE_BYTES)
     except (OSError, confinement.OutsideRepository) as exc:
@@ -235,64 +251,39 @@ def _walk_files(deps: ToolContext, base: Path) -> list[Path]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """One line a search found: the file (relative to the repository root), its line number
-    (the number Read shows) and its text."""
-
-    path: str
-    line: int
-    text: str
-
-
-BRE_ESCAPES = re.compile(r"\\[|(){}+?]")
-"""grep's basic-syntax operators (``\\|``, ``\\(``, ``\\+`` ...): in a Python pattern they match the
-character itself."""
-BRE_NOTE = (
-    "the pattern is a Python regular expression: a backslash makes |, (, ), {, }, + or ? match"
-    " itself; write a|b for either"
-)
-MAX_CONTEXT = 10
-
-
 def search(
-    deps: ToolContext, regex: re.Pattern[str], base: Path, glob: str | None = None
+    deps: ToolContext,
+    pattern: regex.Pattern[str],
+    base: Path,
+    glob: str | None = None,
+    deadline: float | None = None,
 ) -> Iterator[tuple[Match, list[str]]]:
-    """Every line under ``base`` that ``regex`` matches, in the files the role may read (the
+    """Every line under ``base`` that ``pattern`` matches, in the files the role may read (the
     shared walk, the private paths and, for a cold role, the research log left out; a view's
-    hidden lines read as empty), with the lines of its file."""
+    hidden lines read as empty), with the lines of its file; ``TimedOut`` past ``deadline``
+    (``time.monotonic``; by default the role's tool time limit from now)."""
+    lines_of = LineSearch(pattern, deadline if deadline is not None else time.monotonic() + deps.bash_timeout)
+    globs = globbed(glob)
     for file in _walk_files(deps, base):
         rel = deps.rel(file)
-        if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(file.name, glob):
+        if globs and not any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(file.name, g) for g in globs):
             continue
         try:
             text = deps.visible(file.resolve(), confinement.read_bytes(file, deps.repo_root).decode("utf-8"))
         except (OSError, UnicodeDecodeError, confinement.OutsideRepository):
             continue
         lines = [line.removesuffix("\n") for line in file_lines(text)]
-        for number, line in enumerate(lines, start=1):
-            if regex.search(line):
-                yield Match(rel, number, line), lines
+        for match in lines_of.matching(rel, lines):
+            yield match, lines
 
 
-def _shown(found: Iterator[tuple[Match, list[str]]], context: int) -> tuple[list[str], bool]:
-    """The matches as grep -n prints them (``file:line:text``; with ``context``, the lines
-    around as ``file-line-text`` and ``--`` between groups), at most ``MAX_MATCHES`` matches."""
-    out: list[str] = []
-    printed: dict[str, int] = {}
-    for count, (match, lines) in enumerate(found):
-        if count >= MAX_MATCHES:
-            return out, True
-        first = max(1, match.line - context)
-        last = min(len(lines), match.line + context)
-        done = printed.get(match.path, 0)
-        if context and out and done < first - 1:
-            out.append("--")
-        for number in range(max(first, done + 1), last + 1):
-            mark = ":" if number == match.line else "-"
-            out.append(f"{match.path}{mark}{number}{mark}{lines[number - 1]}")
-        printed[match.path] = max(done, last)
-    return out, False
+def missing(deps: ToolContext, path: str, real: Path) -> str:
+    """The answer for a path that does not exist, with the names beside it that come close."""
+    parent = real.parent
+    names = [e.name for e in parent.iterdir() if not e.name.startswith(".")] if parent.is_dir() else []
+    close = difflib.get_close_matches(real.name, names, n=3)
+    hint = f" (did you mean {' or '.join(deps.rel(parent / n) for n in close)}?)" if close else ""
+    return f"error: {path}: no such file or directory{hint}"
 
 
 def grep(
@@ -308,9 +299,9 @@ def grep(
 
     Args:
         pattern: a Python regular expression: `a|b` for either, `^def `, `x$`, `[A-Z]\\w+`,
-            `\\.` for a dot (grep's `\\|` is a literal `|` here)
+            `[[:space:]]`, `\\.` for a dot (grep's `\\|` is a literal `|` here)
         path: a file or directory to search, relative to the repository root
-        glob: only files whose path or name matches this glob, such as `*.py`
+        glob: only files whose path or name matches this glob, such as `*.py` or `*.{py,md}`
         ignore_case: match letters in either case
         context: also show this many lines before and after each match (at most 10), as
             `file-line-text`, with `--` between groups
@@ -318,22 +309,24 @@ def grep(
     deps = ctx.deps
     try:
         base = deps.confine(path)
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        compiled = compile_pattern(pattern, ignore_case)
     except Refused as exc:
         return _refusal(exc)
-    except re.error as exc:
+    except regex.error as exc:
         return f"error: bad pattern: {exc}"
-    out, cut = _shown(search(deps, regex, base, glob), max(0, min(context, MAX_CONTEXT)))
-    if cut:
+    if not base.exists():
+        return missing(deps, path, base)
+    try:
+        out, cut = shown(search(deps, compiled, base, glob), context, MAX_OUTPUT_CHARS)
+    except TimedOut as exc:
         return (
-            "\n".join(out)
-            + f"\n(truncated at {MAX_MATCHES} matches: narrow the path, the glob or the pattern)"
+            f"error: the search stopped at its time limit ({deps.bash_timeout:g}s) in {exc.path}: the"
+            " pattern takes too long there (nested repetition such as (\\w+\\s?)* can take exponential"
+            " time); simplify it, or narrow the path or the glob"
         )
     if out:
-        return "\n".join(out)
-    if BRE_ESCAPES.search(pattern):
-        return f"no matches ({BRE_NOTE})"
-    return "no matches"
+        return "\n".join([*out, cut] if cut else out)
+    return no_match(pattern)
 
 
 def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
@@ -342,9 +335,10 @@ def glob_files(ctx: RunContext[ToolContext], pattern: str) -> str:
     if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
         return _refusal(deps.refuse(f"{pattern}: patterns are relative to the repository root"))
     matches = []
+    patterns = globbed(pattern)
     for file in _walk_files(deps, deps.repo_root):
         rel = deps.rel(file)
-        if fnmatch.fnmatch(rel, pattern):
+        if any(fnmatch.fnmatch(rel, p) for p in patterns):
             matches.append(rel)
     return "\n".join(matches[:MAX_MATCHES]) if matches else "no matches"
 
@@ -455,7 +449,9 @@ def bash(ctx: RunContext[ToolContext], command: str) -> str:
         return _refusal(deps.refuse(str(exc) + ("; to read a file, use the read tool" if reader else "")))
     except Refused as exc:
         return _refusal(exc)
-    return run_planned(argv, deps.repo_root, deps.bash_timeout, MAX_READ_CHARS, line.drop_errors, deps.tools)
+    return run_planned(
+        argv, deps.repo_root, deps.bash_timeout, MAX_OUTPUT_CHARS, line.drop_errors, deps.tools
+    )
 
 
 def psi(ctx: RunContext[ToolContext], query: str, kind: PsiKind = "definition") -> str:
