@@ -13,12 +13,14 @@ from agentkit import make_repo, runtime
 from conftest import run_cli
 from graphkit import go, start
 
+from pipeline.agents.cache import open_cache
 from pipeline.agents.inputs import AuditSlice, RoundInputs, params_for
 from pipeline.agents.roles import load_roles
 from pipeline.agents.spawn import prepare
 from pipeline.agents.tools import ToolContext, bash, glob_files, grep, read
 from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.textio import atomic_write
+from pipeline.settings import CACHE_DB, CACHE_DIR
 
 
 class Ctx:
@@ -49,7 +51,11 @@ def ran(tmp_path: Path) -> tuple[DesignDir, Path]:
     d.design.unlink()
     run_dir = start(d, d.repo_root)
     assert go(run_dir).exit_code == 0
-    assert (runs / "cache" / "cache.db").is_file()
+    # The offline engine keeps no answers; a model run would: the cache a role must never read.
+    cache = open_cache(runs / CACHE_DIR)
+    cache.set("answered-request", b"refill secret of the request cache")
+    cache.close()
+    assert (runs / CACHE_DIR / CACHE_DB).is_file()
     return d, runs
 
 

@@ -15,6 +15,7 @@ from batchkit import batch_repo
 from conftest import cli_done
 from faultkit import repaid
 from graphkit import long_design
+from rolekit import author_writes, reviewers, role_server
 from workerkit import HoldingServer, finished, holder_pid, query, wait_until, worker
 
 from pipeline.formats.review_log import parse_entries
@@ -128,19 +129,25 @@ def states(url: str, run_id: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_enqueue_raises_the_budget_of_a_run_it_queues_again(pg_url: str, tmp_path: Path) -> None:
+def test_enqueue_raises_the_budget_of_a_run_it_queues_again(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = worker_repo(tmp_path, ["a"])
+    # A model that spends tokens (each answer of the scripted server costs 120): the offline
+    # engine spends none, so no budget would ever stop it.
+    with role_server(reviewers(author_writes(long_design(sections=4) + "\n")), monkeypatch) as (_, model):
 
-    def designloop(*args: str) -> subprocess.CompletedProcess[str]:
-        return cli_done([*args, "--store", pg_url], repo)
+        def designloop(*args: str) -> subprocess.CompletedProcess[str]:
+            return cli_done([*args, "--store", pg_url], repo)
 
-    first = designloop("enqueue", "create", "docs/adr/a", "--budget", "500", "--json")
-    run_id = json.loads(first.stdout)["directories"][0]["run_id"]
-    assert designloop("worker", "--drain").returncode == 0
-    assert states(pg_url, run_id)[-1] == "stopped"  # the budget stopped it
-    again = designloop("enqueue", "create", "docs/adr/a", "--budget", "100000000", "--json")
-    assert [d["run_id"] for d in json.loads(again.stdout)["directories"]] == [run_id]
-    assert designloop("worker", "--drain").returncode == 0
+        first = designloop("enqueue", "create", "docs/adr/a", *model, "--budget", "500", "--json")
+        assert first.returncode == 0, first.stderr
+        run_id = json.loads(first.stdout)["directories"][0]["run_id"]
+        assert designloop("worker", "--drain").returncode == 0
+        assert states(pg_url, run_id)[-1] == "stopped"  # the budget stopped it
+        again = designloop("enqueue", "create", "docs/adr/a", *model, "--budget", "100000000", "--json")
+        assert [d["run_id"] for d in json.loads(again.stdout)["directories"]] == [run_id]
+        assert designloop("worker", "--drain").returncode == 0
     assert states(pg_url, run_id)[-2:] == ["resume", "outcome"]  # under the raised budget
 
 
