@@ -38,7 +38,8 @@ from pipeline.agents.regex_search import (
     no_match,
     shown,
 )
-from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command, run_planned
+from pipeline.agents.run_command import run_planned
+from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
