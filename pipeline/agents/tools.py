@@ -398,8 +398,10 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
 BASH_DESCRIPTION = (
     "Run one read-only command with its arguments: {commands}.\n\n"
     "No shell runs it: quote a pattern as a shell would ('a|b', \"^def \", 'x$'); an unquoted glob"
-    " (src/*.py) names the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused."
-    " Each command takes only the options on its allow-list, and paths stay inside the repository."
+    " (src/*.py) names the files it matches and braces expand as in bash (--include=*.{{py,md}});"
+    " pipes, redirection, `;`, `&&` and $VARIABLES are refused. Each command takes only the options"
+    " on its allow-list, and paths stay inside the repository. An output longer than {limit:,}"
+    " characters is cut at a line's end, with a note."
 )
 
 
@@ -409,7 +411,8 @@ READERS = frozenset({"cat", "less", "more", "nl", "bat"})
 
 def bash_description() -> str:
     """The Bash tool's description: the commands this machine has (found at start-up)."""
-    return BASH_DESCRIPTION.format(commands=describe(installed()) or "none is installed on this machine")
+    commands = describe(installed()) or "none is installed on this machine"
+    return BASH_DESCRIPTION.format(commands=commands, limit=MAX_OUTPUT_CHARS)
 
 
 def _expanded(deps: ToolContext, words: list[Word]) -> list[str]:
