@@ -42,11 +42,15 @@ def batch(pristine: Path, work: Path, jobs: int, pythonpath: Path) -> float:
     started = time.perf_counter()
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"the batch failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    outcomes = {d["outcome"] for d in json.loads(done.stdout)["directories"]}
-    if outcomes != {"PASS"}:
-        raise SystemExit(f"expected every directory to pass, got {outcomes}")
+    rows = json.loads(done.stdout)["directories"] if done.stdout.strip() else []
+    failed = [
+        f"{r['directory']}: {r['action']} {r['outcome']} {r['message']}"
+        for r in rows
+        if r["outcome"] != "PASS"
+    ]
+    if done.returncode != 0 or failed or not rows:
+        said = "\n".join(failed)
+        raise SystemExit(f"the batch failed ({done.returncode}):\n{said}\n{done.stderr[-3000:]}")
     return wall
 
 

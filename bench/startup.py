@@ -68,7 +68,7 @@ class Command:
     argv: list[str]
     walls: dict[str, list[float]] = field(default_factory=dict)
     cpus: dict[str, list[float]] = field(default_factory=dict)
-    modules: int | None = None
+    modules: dict[str, int] = field(default_factory=dict)
     rss_mb: float | None = None
 
     def median(self, checkout: str) -> float:
@@ -125,7 +125,10 @@ KEEP = (
     "import sys\n"
     "from pathlib import Path\n"
     "from pipeline.runs.event_log import read_events\n"
-    "from pipeline.runs.views import ViewKeeper\n"
+    "try:\n"
+    "    from pipeline.runs.views import ViewKeeper\n"
+    "except ImportError:  # a revision whose runs keep no view\n"
+    "    sys.exit(0)\n"
     "for run_dir in sorted(Path(sys.argv[1]).iterdir()):\n"
     "    ViewKeeper(run_dir)(read_events(run_dir)[-1])\n"
 )
@@ -137,13 +140,13 @@ def keep_views(many: Path, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-c", KEEP, str(many)], env=env, check=True)
 
 
-def commands(many: Path) -> list[Command]:
+def commands(runs: int) -> list[Command]:
     return [
         Command("--version", ["--version"]),
         Command("--help", ["--help"]),
         Command("status", ["status"]),
         Command("status DIR", ["status", EXAMPLE]),
-        Command(f"runs ({len(list(many.iterdir()))} runs)", ["runs", "--runs-dir", str(many)]),
+        Command(f"runs ({runs} runs)", ["runs", "--runs-dir", "runs-many"]),
         Command("ready DIR", ["ready", EXAMPLE]),
         Command("show DIR --revision current", ["show", EXAMPLE, "--revision", "current"]),
         Command("gate DIR", ["gate", EXAMPLE]),
@@ -152,6 +155,14 @@ def commands(many: Path) -> list[Command]:
         Command("check (check.py's corpus)", ["check", "corpus"]),
         Command("drift DIR", ["drift", EXAMPLE]),
     ]
+
+
+def count_modules(argv: list[str], repo: Path, env: dict[str, str], out: Path) -> int:
+    """The modules ``designloop ARGV`` imported, run once more in a process of its own."""
+    probe = [sys.executable, "-c", COUNT, *argv]
+    modules = {**env, "DESIGNLOOP_BENCH_MODULES": str(out)}
+    subprocess.run(probe, cwd=repo, env=modules, capture_output=True, check=False)
+    return int(out.read_text())
 
 
 def worktree(rev: str, base: Path) -> Path:
@@ -171,38 +182,35 @@ def main() -> None:
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
         env.pop("DESIGNLOOP_STORE", None)
-        repo, many = make_repository(base, env, args.runs)
         checkouts = {"this": env}
         if args.reference:
             reference = worktree(args.reference, base)
             checkouts[args.reference] = {**env, "PYTHONPATH": str(reference)}
-        measured = commands(many)
+        # Each checkout reads runs its own code wrote (a run record's format may differ).
+        repos = {
+            label: make_repository(base / f"repo-{n}", cenv, args.runs)[0]
+            for n, (label, cenv) in enumerate(checkouts.items())
+        }
+        measured = commands(args.runs)
         floor = Command("python -c pass", [])
         replay = Command("json replay", [])
         jobs: list[tuple[Command, str, list[str], dict[str, str]]] = []
         for label, cenv in checkouts.items():
             jobs += [(c, label, designloop(*c.argv), cenv) for c in measured]
         jobs += [(floor, "this", [sys.executable, "-c", "pass"], env)]
-        jobs += [(replay, "this", [sys.executable, "-c", REPLAY, str(many)], env)]
+        jobs += [(replay, "this", [sys.executable, "-c", REPLAY, "runs-many"], env)]
         order = random.Random(36)
         for _ in range(args.rounds):
             order.shuffle(jobs)
             for command, label, argv, cenv in jobs:
-                wall, cpu, rss = run_once(argv, repo, cenv)
+                wall, cpu, rss = run_once(argv, repos[label], cenv)
                 command.walls.setdefault(label, []).append(wall)
                 command.cpus.setdefault(label, []).append(cpu)
                 if label == "this":
                     command.rss_mb = max(command.rss_mb or 0.0, rss)
-        for command in measured:
-            count = base / "modules"
-            subprocess.run(
-                [sys.executable, "-c", COUNT, *command.argv],
-                cwd=repo,
-                env={**env, "DESIGNLOOP_BENCH_MODULES": str(count)},
-                capture_output=True,
-                check=False,
-            )
-            command.modules = int(count.read_text())
+        for label, cenv in checkouts.items():
+            for command in measured:
+                command.modules[label] = count_modules(command.argv, repos[label], cenv, base / "modules")
         report(measured, floor, replay, list(checkouts), args.rounds)
     finally:
         if reference is not None:
@@ -215,7 +223,7 @@ def report(measured: list[Command], floor: Command, replay: Command, labels: lis
     print(f"medians of {rounds} rounds; the interpreter alone: {alone * 1000:.0f} ms")
     head = ["command", "median ms", "CPU ms", "x interpreter", "modules", "peak MB"]
     if len(labels) > 1:
-        head += [f"{labels[1]} ms", f"{labels[1]} CPU ms", f"this / {labels[1]}"]
+        head += [f"{labels[1]} ms", f"{labels[1]} CPU ms", f"{labels[1]} modules", f"this / {labels[1]}"]
     rows = [head, ["---"] * len(head)]
     for command in measured:
         mine = command.median("this")
@@ -224,12 +232,17 @@ def report(measured: list[Command], floor: Command, replay: Command, labels: lis
             f"{mine * 1000:.0f}",
             f"{command.cpu('this') * 1000:.0f}",
             f"{mine / alone:.1f}",
-            str(command.modules),
+            str(command.modules["this"]),
             f"{command.rss_mb:.0f}",
         ]
         if len(labels) > 1:
             theirs = command.median(labels[1])
-            row += [f"{theirs * 1000:.0f}", f"{command.cpu(labels[1]) * 1000:.0f}", f"{mine / theirs:.2f}"]
+            row += [
+                f"{theirs * 1000:.0f}",
+                f"{command.cpu(labels[1]) * 1000:.0f}",
+                str(command.modules[labels[1]]),
+                f"{mine / theirs:.2f}",
+            ]
         rows.append(row)
     for row in rows:
         print("| " + " | ".join(row) + " |")

@@ -15,6 +15,7 @@ from batchkit import batch_repo, rows, run_batch
 import pipeline.agents.session
 import pipeline.fleet.batch
 import pipeline.runs.fingerprint
+import pipeline.runs.preflight
 from pipeline.fleet.rows import Row, plan_row
 
 NAMES = ["a", "b", "c", "d"]
@@ -72,3 +73,19 @@ def test_the_first_run_starts_while_the_rest_are_still_being_planned(
     monkeypatch.setattr(pipeline.fleet.batch, "plan_row", waits)
     batch = run_batch(repo, NAMES, jobs=1, progress=progress)
     assert {name: got[:2] for name, got in rows(batch).items()} == {n: ("new", "PASS") for n in NAMES}
+
+
+def test_the_runs_directory_stores_are_checked_once_before_any_run_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a store's header opens and closes its file, which drops the SQLite locks this
+    process holds on it: a batch checks the stores once, before its first run opens them, and
+    never again while its runs (and its worker processes' runs) write them."""
+    repo = batch_repo(tmp_path, NAMES)
+    checked = counting(monkeypatch, pipeline.runs.preflight, "check_database")
+    batch = run_batch(repo, NAMES, jobs=2)
+    assert {r.outcome for r in batch.rows} == {"PASS"}
+    runs = repo / "runs"
+    assert sorted(checked) == sorted(
+        [runs / "checkpoints.sqlite", runs / "cache" / "cache.db", runs / "revisions.sqlite"]
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -186,6 +187,7 @@ class Sessions:
 
     def __init__(self) -> None:
         self._made: dict[tuple[Path, SessionOptions], SetUp] = {}
+        self._passed: set[Path] = set()
         self._lock = threading.Lock()
         """A batch plans in a thread while its runs resume on the event loop's."""
 
@@ -197,6 +199,16 @@ class Sessions:
                 check_models(made.session().runtime)
                 self._made[key] = made
             return self._made[key]
+
+    def check_once(self, runs_dir: Path, check: Callable[[Path], None]) -> None:
+        """``check(runs_dir)``, unless it passed before: what is checked of a runs directory
+        once per process (runs.setup checks its stores)."""
+        with self._lock:
+            if runs_dir in self._passed:
+                return
+        check(runs_dir)
+        with self._lock:
+            self._passed.add(runs_dir)
 
     def open(self, repo_root: Path, options: SessionOptions) -> Session:
         """A new run's session over its repository's set-up."""

@@ -103,10 +103,15 @@ class RunPlan:
 
 def _session(design: DesignDir, kind: Kind, options: SessionOptions, sessions: Sessions | None) -> Session:
     """The run's session (over the set-up of its repository a batch shares: ``sessions``), with
-    everything it will read and write checked."""
-    session = (sessions or Sessions()).open(design.repo_root, options)
+    everything it will read and write checked. The runs directory's stores are checked once per
+    process, until the check passes: reading their headers opens their files, and closing a file
+    drops every SQLite lock this process holds on it, so they are not opened that way again once
+    a run of this process may have them open (a batch plans beside its runs, and its worker
+    processes write the same stores)."""
+    sessions = sessions or Sessions()
+    session = sessions.open(design.repo_root, options)
     check_design_dir(design, kind)
-    check_runs_dir(session.runs_dir)
+    sessions.check_once(session.runs_dir, check_runs_dir)
     check_run_space(design, session.runs_dir)
     return session
 
