@@ -190,3 +190,46 @@ def test_an_approvals_file_that_cannot_take_the_approval_stops_the_run_before_it
         runs,
     )
     assert code == 2 and f"{NAME}:3: malformed approvals file" in err
+
+
+DECLINES = 'replace "owns a token bucket" with "has a token bucket"; make it friendlier'
+
+
+def test_a_partly_declined_edit_is_not_approved_if_ready_and_every_record_names_the_declined_part(
+    tmp_path: Path, actor: str
+) -> None:
+    """A PASS with part of the instruction declined is the user's to accept: --approve-if-ready
+    refuses it by name (exit 6), the outcome stands, and status and the approvals record say
+    what it was, never a plain PASS."""
+    d, runs = fresh(tmp_path), tmp_path / "runs"
+    assert dl(["create", str(d.root), "--approve-if-ready"], runs)[0] == 0
+    section = ["--kind", "content-edit", "--section", "Limit with a token bucket per tenant and route"]
+    args = ["edit", str(d.root), *section, "--instruction", DECLINES, "--approve-if-ready"]
+    code, out, err = dl(args, runs)
+    assert code == 6 and out["outcome"] == "PASS" and out["declined"], err
+    error = out["approval"]["error"]
+    assert error["name"] == "instruction-declined" and error["exit_code"] == 6
+    assert "ended PASS, 1 part of the instruction declined: make it friendlier (needs" in error["message"]
+    assert "designloop approve " in error["hint"] and "Mutation 2" in error["hint"]
+    assert len(parse_approvals(d.root / NAME)) == 1, "only the create's approval"
+    status = run_cli(["status", str(d.root), "--runs-dir", str(runs)]).out
+    current = next(line for line in status.splitlines() if line.strip().startswith("current:"))
+    assert f"run {out['run_id']} (content-edit, PASS, 1 part of the instruction declined)" in current
+    # Accepted by a person who read it: the record says what was accepted.
+    code, _, err = dl(["approve", str(d.root)], runs)
+    assert code == 0, err
+    record = parse_approvals(d.root / NAME)[-1]
+    assert record.evidence.startswith(
+        f"run {out['run_id']} (content-edit, PASS, 1 part of the instruction declined), review log Mutation"
+    )
+    # People see the refusal, and the next step names the declined part.
+    args = ["edit", str(d.root), *section, "--approve-if-ready", "--instruction"]
+    again = 'replace "has a token bucket" with "holds a token bucket"; make it shorter'
+    shown = run_cli([*args, again, "--runs-dir", str(runs)])
+    assert shown.code == 6
+    assert "not approved: " in shown.out and ": instruction-declined: " in shown.out
+    nxt = next(line for line in shown.out.splitlines() if line.startswith("next:"))
+    assert nxt.startswith(
+        "next: read the part of the instruction the run declined (above); designloop approve"
+    )
+    assert "accepts design.md r3 as it is, or designloop edit " in nxt, nxt

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from agentkit import make_repo
 
-from pipeline.agents import shell
+from pipeline.agents import run_command, shell
 from pipeline.agents.command_line import ShellSyntax, split_command
 from pipeline.agents.confine import Private
 from pipeline.agents.tools import ToolContext, bash, bash_description
@@ -98,7 +98,8 @@ TABLE: list[tuple[str, str, str]] = [
     ("find code -name '*.py' -type f", RUNS, "code/ratelimit/store.py"),
     ('find . -type f \\( -name "*.py" -o -name "*.md" \\) -maxdepth 3', RUNS, "notes.md"),
     ("find code -maxdepth 1 -type d", RUNS, "code/ratelimit"),
-    ("find . -name '*.sqlite'", RUNS, ""),
+    ("find . -name '*.sqlite'", RUNS, "no matches"),
+    ("find code -name '*.nothing'", RUNS, "no matches"),
     # Braces expand as in bash, before the glob; a quoted brace is text.
     ("grep -rl refill --include=*.{py,txt} code", RUNS, "code/name with space.txt"),
     ("grep -n 'def take' code/ratelimit/{bucket,store}.py", RUNS, "code/ratelimit/bucket.py:36:"),
@@ -119,6 +120,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("ls -la code/ratelimit", RUNS, "bucket.py"),
     # History.
     ("git log --oneline -n 5", RUNS, "Refill: add jitter note"),
+    ("git --no-pager log --oneline -n 1", RUNS, "Refill: add jitter note"),
     ('git log --oneline --grep="Token bucket"', RUNS, "first version"),
     ("git log -p -n 1 -- code/ratelimit/bucket.py", RUNS, "+# refill jitter"),
     ("git show --stat HEAD", RUNS, "bucket.py"),
@@ -154,6 +156,13 @@ TABLE: list[tuple[str, str, str]] = [
     ("git grep -O refill", REFUSED, "option -O is not allowed"),
     ("git grep --no-index refill /etc", REFUSED, "option --no-index is not allowed"),
     ("ls runs/*", REFUSED, "run records"),
+    # Version control is read through git, never searched as files.
+    ("grep -rn refill .git", REFUSED, "version control (.git) is not searched"),
+    ("find .git -name HEAD", REFUSED, "use git log, git show or git grep"),
+    ("git -C code log", REFUSED, "git: -C before the subcommand is not allowed"),
+    # A pattern that starts with - is an option unless -e gives it.
+    ('grep -rn "--force" code', REFUSED, "to search for '--force', give it after -e: grep -e '--force'"),
+    ("grep -rn -e --force code", RUNS, "no matches"),
     ("cat notes.md", REFUSED, "; to read a file, use the read tool"),
 ]
 
@@ -230,9 +239,58 @@ def test_a_command_past_its_time_limit_is_stopped(big: Ctx) -> None:
     assert bash(big, "head -n 1 pipe.fifo") == "error: timed out after 0.5s"  # type: ignore[arg-type]
 
 
+def test_a_recursive_search_leaves_out_a_hard_link_to_a_private_file(tmp_path: Path) -> None:
+    """A hard link elsewhere to a run-store file is private by inode: grep -r searches the
+    files beside it (and names them as grep -r does), git grep excludes it, rg is refused."""
+    root = tmp_path
+    runs = root / "runs"
+    runs.mkdir()
+    (runs / "checkpoints.sqlite").write_text("refill secret of the run store\n")
+    (root / "notes" / "deep").mkdir(parents=True)
+    os.link(runs / "checkpoints.sqlite", root / "notes" / "cp-hard.txt")
+    (root / "notes" / "other.md").write_text("another secret, not private\n")
+    (root / "notes" / "deep" / "cp-hard.txt").write_text("a secret of the same name\n")
+    (root / "notes" / "skipped").mkdir()
+    (root / "notes" / "skipped" / "x.md").write_text("secret in an excluded directory\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "notes")
+    _git(root, "commit", "-qm", "notes")
+    ctx = Ctx(
+        ToolContext(
+            role="design-author",
+            repo_root=root,
+            tools=AUTHOR_TOOLS,
+            private=Private((runs,), frozenset(), root),
+        )
+    )
+    same, other, skipped = (
+        "notes/deep/cp-hard.txt:1:a secret of the same name",
+        "notes/other.md:1:another secret, not private",
+        "notes/skipped/x.md:1:secret in an excluded directory",
+    )
+    found = {
+        "grep -rn secret .": [f"./{same}", f"./{other}", f"./{skipped}"],
+        "grep -rn secret": [same, other, skipped],
+        "grep -rn secret notes/": [same, other, skipped],
+        "grep -rl secret notes --exclude-dir=skipped": ["notes/deep/cp-hard.txt", "notes/other.md"],
+        "grep -rc secret notes/deep": ["notes/deep/cp-hard.txt:1"],
+        "grep -rn secret --include=*.md notes": [other, skipped],
+        "git grep -n secret": [same, other, skipped],
+        "git grep -n secret -- notes": [same, other, skipped],
+    }
+    for command, lines in found.items():
+        out = bash(ctx, command)  # type: ignore[arg-type]
+        assert sorted(out.splitlines()) == lines, command
+    assert bash(ctx, "grep -rh secret notes").count("\n") == 3  # type: ignore[arg-type]
+    assert bash(ctx, "grep -rn nowhere notes") == "no matches (exit 1)"  # type: ignore[arg-type]
+    refused = bash(ctx, "rg -n secret notes")  # type: ignore[arg-type]
+    assert refused.startswith("refused: notes/cp-hard.txt is a hard link to a private file"), refused
+    assert "run store" not in bash(ctx, "grep -n secret notes/cp-hard.txt")  # type: ignore[arg-type]
+
+
 def test_a_search_that_finds_nothing_says_so() -> None:
-    assert shell._searches(["grep", "-n", "--", "x", "f"])
-    assert not shell._searches(["ls", "x"])
+    assert run_command._searches(["grep", "-n", "--", "x", "f"])
+    assert not run_command._searches(["ls", "x"])
 
 
 def test_no_match_is_not_an_error(author: Ctx) -> None:

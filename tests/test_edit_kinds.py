@@ -159,6 +159,8 @@ def test_structural_rewrite_that_drops_a_referenced_section_ends_blocker_remains
     assert d.design.read_text().startswith(STAMP + "\n")
     entry = entry_text(d, out["review_log_entry"])
     assert "SKIPPED — mechanical blockers remained" in entry and "not the editor's to fix" in entry
+    assert out["rounds"] == 3
+    assert "- warning: the budget is spent (3 of 3 rounds) with blockers remaining; the partial edit" in entry
 
 
 def test_length_trigger_crossing_creates_and_stamps_the_companion(tmp_path: Path) -> None:
@@ -308,7 +310,11 @@ def test_an_instruction_no_rule_can_carry_out_changes_nothing_and_says_so(tmp_pa
     assert [f["rule"] for f in out["findings"]] == ["edit-not-applied"]
     assert out["declined"] == ["make it friendlier (needs judgement: not a request a rule can carry out)"]
     assert d.design.read_bytes() == before
-    assert "SKIPPED — the edit was not applied" in entry_text(d, out["review_log_entry"])
+    entry = entry_text(d, out["review_log_entry"])
+    assert "SKIPPED — the edit was not applied" in entry
+    # The known issue: the entry said the budget was spent and a partial edit stayed on disk.
+    assert "- warning: the edit was not applied, and no file was changed" in entry
+    assert "budget" not in entry and "partial edit" not in entry
 
 
 def test_the_fix_loop_applies_an_auto_applicable_blocker_exactly(tmp_path: Path) -> None:

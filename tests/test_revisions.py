@@ -15,6 +15,7 @@ from conftest import run_cli
 from editkit import entry_text, stamped_repo
 from lifecyclekit import ACTOR, dl, fresh, text
 
+from pipeline.errors import InputError
 from pipeline.formats.review_log import parse_entries
 from pipeline.formats.revisions import Revision
 from pipeline.runs.revisions import SqliteRevisions
@@ -187,3 +188,20 @@ def test_a_damaged_revision_marker_is_named_with_its_line(tmp_path: Path, line: 
     d.mutations.write_text("\n".join(log) + "\n")
     code, _, err = text(["status", str(d.root)], runs)
     assert code == 2 and f"design-mutations.md:{at + 1}: malformed revision marker" in err
+
+
+def test_a_revision_s_declined_parts_ride_on_its_marker_and_survive_the_merge() -> None:
+    """The store keeps no declined count; the review log's marker does, and the directory's
+    history (the store's revisions first) takes it from there."""
+    from pipeline.formats.revisions import merge, parse_marker
+
+    rev = Revision("design", 2, "a" * 64, "run-1", "content-edit", "PASS", declined=2)
+    assert rev.marker().endswith(" declined=2 -->")
+    logged = parse_marker(rev.marker(), "run-1", "content-edit", entry=3)
+    assert logged.declined == 2 and logged.outcome_words() == "PASS, 2 parts of the instruction declined"
+    stored = replace(rev, declined=0)
+    assert "declined" not in stored.marker() and stored.outcome_words() == "PASS"
+    [merged] = merge([stored], [logged])
+    assert (merged.declined, merged.entry) == (2, 3)
+    with pytest.raises(InputError, match=r"declined='x' is not a number"):
+        parse_marker(rev.marker().replace("declined=2", "declined=x"), "run-1", "content-edit")

@@ -248,6 +248,11 @@ def test_the_built_in_grep_tells_no_match_from_a_wrong_question(repo) -> None:  
     assert both == "code/ratelimit/bucket.py\ncode/ratelimit/store.py"
     # grep's word edges are literal characters in a Python pattern: the answer says so.
     assert "\\b for a word's edge" in grep(ctx, "\\<take\\>", "code")  # type: ignore[arg-type]
+    # A glob given as the path, a FIFO, a pattern that is no regular expression: each says so.
+    assert "give the directory as path and the pattern as glob" in grep(ctx, "x", "code/ratelimit/*.py")  # type: ignore[arg-type]
+    os.mkfifo(repo.repo_root / "code" / "pipe.fifo")
+    assert grep(ctx, "x", "code/pipe.fifo") == "error: code/pipe.fifo: not a regular file"  # type: ignore[arg-type]
+    assert grep(ctx, "def take(", "code").endswith("takes a backslash before it: def take\\()")  # type: ignore[arg-type]
 
 
 def test_a_line_match_is_found_whatever_its_anchors(repo) -> None:  # type: ignore[no-untyped-def]
@@ -278,3 +283,27 @@ def test_a_search_answer_is_cut_to_size_and_says_so(repo) -> None:  # type: igno
     )
     one = grep(ctx, "y", "longline.txt").splitlines()  # type: ignore[arg-type]
     assert len(one[0]) == 30_000 and one[1].startswith("(cut at 30,000 characters, after 0 matches")
+
+
+def test_the_time_limit_counts_matching_only(repo, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A walk over a large tree (a cold role's content checks) is not the pattern's time: on a
+    clock that jumps an hour per file walked, the search still answers."""
+    from pipeline.agents import regex_search, tools
+
+    now = [0.0]
+    walked = tools._walk_files
+
+    def slow_walk(deps: ToolContext, base: Path) -> list[Path]:
+        found = walked(deps, base)
+        now[0] += 3600.0 * len(found)
+        return found
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return now[0]
+
+    monkeypatch.setattr(tools, "_walk_files", slow_walk)
+    monkeypatch.setattr(regex_search, "time", Clock)
+    ctx = Ctx(ToolContext(role="fidelity-check", repo_root=repo.repo_root, bash_timeout=1.0))
+    assert grep(ctx, "def take", "code").startswith("code/ratelimit/bucket.py:36:")  # type: ignore[arg-type]

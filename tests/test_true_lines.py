@@ -4,13 +4,16 @@ instruction shows wherever the outcome does."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agentkit import make_repo
 from graphkit import PASS, go, long_design, returns, start, writes
 
 from pipeline.cli.live import check_words, step_line
+from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.findings import Finding
+from pipeline.offline.driver import Engine
 from pipeline.runs.check_events import DualCleanCheck, MechanicalCheck, VerdictCheck
 from pipeline.runs.event_log import read_events
 
@@ -75,3 +78,37 @@ def test_a_run_s_round_line_counts_the_mechanical_findings_it_left_open(tmp_path
     first = rounds[0]
     assert first.clean and first.mechanical, "the case the line once got wrong: a clean pair, mechanical open"
     assert check_words(first).startswith("round 1 dual-clean:")
+
+
+def _rounds(d: DesignDir) -> list[str]:
+    """The review log's Rounds lines of the last entry."""
+    text = d.mutations.read_text(encoding="utf-8")
+    return [
+        line for line in text.rsplit("## Mutation ", 1)[1].splitlines() if re.match(r"- round \d+: ", line)
+    ]
+
+
+def test_an_author_round_that_changed_no_byte_is_told_as_such(tmp_path: Path) -> None:
+    """The known issue: rounds 2 and 3 left design.md byte for byte as round 1 had (the
+    mechanical should-fix the author could not fix kept the loop going), and the Rounds block
+    said the author revised the draft."""
+    d = make_repo(tmp_path)
+    reverse = "\n\nThe limits follow what implementation-plan.md says about tenants.\n"
+    go(start(d, tmp_path), _pair_passes(writes(lambda r: long_design() + reverse)))
+    lines = _rounds(d)
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("- round 1: design-author wrote the draft;")
+    assert all(line.split(";")[0].endswith("design-author left the draft unchanged") for line in lines[1:])
+    # An author that does change the draft in a later round revises it.
+    d2 = make_repo(tmp_path / "second")
+    go(start(d2, tmp_path / "second"), _pair_passes(writes(lambda r: long_design() + reverse + "x" * r)))
+    assert _rounds(d2)[1].startswith("- round 2: design-author revised the draft;")
+
+
+def _pair_passes(author: Engine) -> dict[str, Engine]:
+    return {
+        "design-author": author,
+        "readability-auditor": returns(PASS),
+        "absorption-check": returns(PASS),
+        "comprehension-review": returns(PASS),
+    }

@@ -59,36 +59,37 @@ class Match:
 
 
 class LineSearch:
-    """One pattern over the lines of many files, against one deadline (``time.monotonic``)."""
+    """One pattern over the lines of many files, with ``limit`` seconds of matching in all (the
+    time spent walking and reading files is not the pattern's)."""
 
-    def __init__(self, pattern: regex.Pattern[str], deadline: float) -> None:
+    def __init__(self, pattern: regex.Pattern[str], limit: float) -> None:
         self.line = pattern
-        self.deadline = deadline
+        self.left = limit
         self.whole = (
             None
             if WHOLE_UNSAFE.search(pattern.pattern)
             else regex.compile(pattern.pattern, pattern.flags | regex.MULTILINE)
         )
 
-    def _left(self, path: str) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
+    def _found(self, pattern: regex.Pattern[str], text: str, path: str) -> bool:
+        if self.left <= 0:
             raise TimedOut(path)
-        return left
-
-    def matching(self, path: str, lines: list[str]) -> Iterator[Match]:
-        """The lines of ``path`` (without their ends) that the pattern matches; TimedOut past
-        the deadline."""
+        start = time.monotonic()
         try:
-            if self.whole is not None and not self.whole.search(
-                "\n".join(lines), timeout=self._left(path), concurrent=True
-            ):
-                return
-            for number, line in enumerate(lines, start=1):
-                if self.line.search(line, timeout=self._left(path), concurrent=True):
-                    yield Match(path, number, line)
+            return pattern.search(text, timeout=self.left, concurrent=True) is not None
         except TimeoutError:
             raise TimedOut(path) from None
+        finally:
+            self.left -= time.monotonic() - start
+
+    def matching(self, path: str, lines: list[str]) -> Iterator[Match]:
+        """The lines of ``path`` (without their ends) that the pattern matches; TimedOut once
+        the matching has taken its time."""
+        if self.whole is not None and not self._found(self.whole, "\n".join(lines), path):
+            return
+        for number, line in enumerate(lines, start=1):
+            if self._found(self.line, line, path):
+                yield Match(path, number, line)
 
 
 def globbed(glob: str | None) -> list[str]:

@@ -11,23 +11,25 @@ writes a file (``--contents=FILE``, ``--files0-from=FILE``, ``-f FILE``, ``--pre
 ``--output``, ``--no-index`` ...) never runs, whatever its spelling or abbreviation.
 Operands that are paths are confined like Read. A recursive search skips version control
 (``.git/``) and the private directories (run records, the model-call cache, params files),
-and git never runs an external diff or text conversion. A planned command runs without a
-shell, with a stripped environment, no input and a time limit (``run_planned``).
+and git never runs an external diff or text conversion. A hard link elsewhere to a private
+file is private too: a recursive grep names the files around it instead of its tree, git
+excludes it, rg is refused (``around_links``). A recursive search that starts in version
+control is refused with the way to read history. A planned command runs without a shell
+(agents.run_command).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import os
 import re
 import shutil
-import subprocess
-import threading
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import IO
 
 from pipeline.agents.confine import Private
 from pipeline.settings import data_dir, load_toml
@@ -146,6 +148,8 @@ class Parsed:
     recursive: bool
     option_paths: list[str] = field(default_factory=list)
     """Values of options that name a path (confined before the command runs)."""
+    flags: set[str] = field(default_factory=set)
+    """The flags given, each by the spelling the allow-list lists (``-h``, ``--no-filename``)."""
 
 
 def _value(spec: CommandSpec, option: str, value: str, out: Parsed) -> None:
@@ -182,10 +186,11 @@ def _long(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> in
     name, eq, value = arg.partition("=")
     if name in spec.flags and not eq:
         out.recursive |= name in spec.recursive
+        out.flags.add(name)
         out.options.append(arg)
         return 1
     if name not in spec.values:
-        raise ShellRefusal(f"{spec.name}: option {name} is not allowed")
+        raise ShellRefusal(f"{spec.name}: option {name} is not allowed{_as_pattern(spec, arg, out)}")
     out.pattern_given |= spec.pattern and name in PATTERN_OPTIONS
     if eq:
         _value(spec, name, value, out)
@@ -207,9 +212,10 @@ def _short(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> i
         option = "-" + arg[j]
         if option in spec.flags:
             out.recursive |= option in spec.recursive
+            out.flags.add(option)
             continue
         if option not in spec.values:
-            raise ShellRefusal(f"{spec.name}: option {option} is not allowed")
+            raise ShellRefusal(f"{spec.name}: option {option} is not allowed{_as_pattern(spec, arg, out)}")
         out.pattern_given |= spec.pattern and option in PATTERN_OPTIONS
         attached = arg[j + 1 :]
         if attached:
@@ -225,11 +231,29 @@ def _short(spec: CommandSpec, arg: str, following: str | None, out: Parsed) -> i
     return 1
 
 
+def _as_pattern(spec: CommandSpec, arg: str, out: Parsed) -> str:
+    """For a search still waiting for its pattern, how to give one that starts with ``-`` (it
+    reads as an option)."""
+    if spec.name not in SEARCH_SPECS or out.operands or out.pattern_given:
+        return ""
+    return f"; to search for {arg!r}, give it after -e: {spec.name} -e {arg!r} PATH"
+
+
+SEARCH_SPECS = frozenset({"grep", "rg", "git grep"})
+
+
 def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, private: Private) -> list[str]:
     """The argv to run for ``argv``, or ShellRefusal; path operands are confined with ``confine``."""
     if not argv or argv[0] not in commands():
         raise ShellRefusal(f"only {describe(installed())} may run (one command, no shell)")
     if argv[0] == "git":
+        if argv[1:2] == ["--no-pager"]:  # no pager ever runs here: said or not, it is so
+            argv = [argv[0], *argv[2:]]
+        if len(argv) > 1 and argv[1].startswith("-"):
+            raise ShellRefusal(
+                f"git: {argv[1]} before the subcommand is not allowed; write the subcommand first"
+                f" (git log ...), in the repository root; git may run {', '.join(GIT_SUBCOMMANDS)}"
+            )
         if len(argv) < 2 or argv[1] not in GIT_SUBCOMMANDS:
             raise ShellRefusal(f"git may run only {', '.join(GIT_SUBCOMMANDS)}")
         return _git(argv[1], argv[2:], confine, root, private)
@@ -244,6 +268,8 @@ def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, pr
         _pattern(spec, pattern[0])
     paths = [_rel(confine(p), root) for p in [*operands, *(parsed.paths_after or [])]]
     searched = [root / p for p in paths] or [root]
+    if parsed.recursive:
+        _not_version_control(paths)
     skip = _skips(parsed.recursive, searched, private)
     vcs = list(VERSION_CONTROL) if parsed.recursive else []
     if argv[0] == "grep":
@@ -252,7 +278,23 @@ def plan_command(argv: list[str], confine: Callable[[str], Path], root: Path, pr
         extra = [f"--glob=!{name}/" for name in vcs] + [f"--glob=!/{_rel(d, root)}/**" for d in skip]
     else:
         extra = []
+    if parsed.recursive and argv[0] in ("grep", "rg") and (links := linked_private(searched, private)):
+        paths = around_links(argv[0], paths, parsed, links, root, private)
+        if not parsed.flags & {"-h", "--no-filename"}:
+            extra.append("-H")
     return [argv[0], *parsed.options, *extra, "--", *pattern, *paths]
+
+
+def _not_version_control(paths: list[str]) -> None:
+    """A recursive search starting in version control is refused: it would find nothing there
+    (version control is never searched as files), and the history is read through git."""
+    for path in paths:
+        inside = next((part for part in Path(path).parts if part in VERSION_CONTROL), None)
+        if inside is not None:
+            raise ShellRefusal(
+                f"{path}: version control ({inside}) is not searched as files; use git log, git show"
+                " or git grep to read the history"
+            )
 
 
 def _pattern(spec: CommandSpec, pattern: str) -> None:
@@ -304,6 +346,7 @@ def _find(args: list[str], confine: Callable[[str], Path], root: Path, private: 
         where += [arg, value]
         i += 2
     paths = [_rel(confine(p), root) for p in starts] or ["."]
+    _not_version_control(paths)
     pruned = [("-name", name) for name in VERSION_CONTROL]
     for start in paths:
         base = (root / start).resolve()
@@ -323,6 +366,69 @@ def _find_glob(start: str, below: Path) -> str:
     """The path find reports for ``below`` under ``start``, as a -path pattern (matched literally)."""
     path = f"{start.rstrip('/')}/{below.as_posix()}"
     return re.sub(r"([*?\[\]\\])", r"\\\1", path)
+
+
+def _files_under(base: Path, skip_dir: Callable[[Path], bool]) -> Iterator[Path]:
+    """The regular files under ``base`` (no link, FIFO or device: a recursive grep skips them),
+    in a stable order, never entering version control or a directory ``skip_dir`` names."""
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in VERSION_CONTROL and not skip_dir(here / d))
+        for name in sorted(filenames):
+            try:
+                regular = stat.S_ISREG((here / name).lstat().st_mode)
+            except OSError:
+                continue
+            if regular:
+                yield here / name
+
+
+def linked_private(searched: list[Path], private: Private) -> list[Path]:
+    """The files under ``searched`` that are hard links to a private file (a run record, the
+    cache): private too, wherever they are. Looked for only when a private file has a second
+    link anywhere (its link count says so)."""
+    if not private.inodes():
+        return []
+    found: list[Path] = []
+    for base in searched:
+        if base.is_dir():
+            under = _files_under(base, lambda d: private.covers(d.resolve()))
+            found += [f for f in under if private.covers(f) and f not in found]
+    return found
+
+
+MAX_LISTED = 200_000
+"""The most characters of file names a search around a private link passes to grep."""
+
+
+def around_links(
+    command: str, paths: list[str], parsed: Parsed, links: list[Path], root: Path, private: Private
+) -> list[str]:
+    """A recursive grep over trees that hold a hard link to a private file: grep cannot leave
+    one file out by its path (``--exclude`` matches names), so the files it would read are
+    named instead, each as grep -r names it (the operand, a slash, the path below), less the
+    links. rg, which also reads ignore files and skips hidden ones, is refused."""
+    named = ", ".join(_rel(link, root) for link in links[:3])
+    what = f"{named} is a hard link to a private file (a run record or the model-call cache)"
+    if command != "grep":
+        raise ShellRefusal(f"{what}; search with grep -rn PATTERN PATH or the grep tool, which leave it out")
+    excluded = [o.partition("=")[2] for o in parsed.options if o.startswith("--exclude-dir=")]
+
+    def skip(directory: Path) -> bool:
+        named = any(fnmatch.fnmatch(directory.name, g) for g in excluded)
+        return named or private.covers(directory.resolve())
+
+    out: list[str] = []
+    for given in paths or [""]:
+        base = root / given
+        if not base.is_dir():
+            out.append(given)
+            continue
+        prefix = "" if not given else given.rstrip("/") + "/"
+        out += [prefix + f.relative_to(base).as_posix() for f in _files_under(base, skip) if f not in links]
+    if sum(map(len, out)) > MAX_LISTED:
+        raise ShellRefusal(f"{what}, and the search around it names too many files: search narrower paths")
+    return out or [os.devnull]  # no file left: grep reads none (never its input)
 
 
 def _skips(recursive: bool, searched: list[Path], private: Private) -> list[Path]:
@@ -370,149 +476,10 @@ def _git(
     if sub in GIT_UNLIMITED and not has_paths:
         # No path limits the output: keep the private directories out of it.
         after = [f":(exclude,top){_rel(d, root)}" for d in private.inside(root)]
+    if sub in GIT_UNLIMITED:  # a hard link to a private file is private wherever it is
+        after += [f":(exclude,top,literal){_rel(link, root)}" for link in linked_private([root], private)]
     head = ["git", "--no-pager", "-c", "core.fsmonitor=false", sub]
     if sub in GIT_DIFFING:
         head += ["--no-ext-diff", "--no-textconv"]
     tail = ["--", *after] if after or parsed.paths_after is not None else []
     return [*head, *parsed.options, *pattern, *operands, *tail]
-
-
-def run_planned(
-    argv: list[str],
-    root: Path,
-    timeout: float,
-    limit: int,
-    drop_errors: bool = False,
-    tools: tuple[str, ...] = (),
-) -> str:
-    """Run a planned command (``plan_command``) in ``root`` without a shell, with a stripped
-    environment, no input and a time limit; its output (at most ``limit`` characters, cut at a
-    line's end with a note saying so; its error output too unless ``drop_errors``), prefixed
-    with the exit status when it failed. A command this machine lacks says what the role (its
-    allow-list ``tools``) can use instead."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(root),
-        "LANG": "C.UTF-8",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-    }
-    if shutil.which(argv[0], path=env["PATH"]) is None:
-        return f"error: {not_installed(argv[0], tools)}"
-    try:
-        done = run_bounded(argv, root, env, timeout, limit, drop_errors)
-    except subprocess.TimeoutExpired:
-        return f"error: timed out after {timeout:g}s"
-    except OSError as exc:
-        return f"error: {exc.strerror}"
-    errors = done.stderr.text[:MAX_ERROR_CHARS]
-    out = cut_to(done.stdout, limit - len(errors)) + errors
-    if done.returncode == 1 and not out and _searches(argv):
-        return "no matches (exit 1)"
-    return out if done.returncode == 0 else f"exit {done.returncode}\n{out}"
-
-
-MAX_ERROR_CHARS = 4_000
-"""Of a command's answer, what its error output may take: the rest is its output's."""
-NARROW = "grep -m N, head -n N, sed -n 'A,Bp' FILE, or a narrower path"
-
-
-@dataclass(frozen=True, slots=True)
-class Stream:
-    """What a command wrote to one stream: its first bytes (up to what is kept) and how many
-    it wrote in all."""
-
-    head: bytes
-    size: int
-
-    @property
-    def text(self) -> str:
-        return self.head.decode("utf-8", "replace")
-
-
-@dataclass(frozen=True, slots=True)
-class Ran:
-    returncode: int
-    stdout: Stream
-    stderr: Stream
-
-
-def _drain(stream: IO[bytes], keep: int, into: list[Stream]) -> None:
-    """Read ``stream`` to its end, keeping its first ``keep`` bytes (the command is never held
-    up on a full pipe, and never more than that is held in memory)."""
-    head = bytearray()
-    size = 0
-    while chunk := stream.read(1 << 16):
-        size += len(chunk)
-        if len(head) < keep:
-            head += chunk[: keep - len(head)]
-    into.append(Stream(bytes(head), size))
-
-
-def run_bounded(
-    argv: list[str], root: Path, env: dict[str, str], timeout: float, keep: int, drop_errors: bool
-) -> Ran:
-    """Run ``argv`` with no input and a time limit (TimeoutExpired: it was killed), keeping the
-    first ``keep`` bytes of its output and of its error output (more than ``keep`` characters of
-    text take at least as many bytes)."""
-    with subprocess.Popen(
-        argv,
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL if drop_errors else subprocess.PIPE,
-    ) as proc:
-        streams: list[list[Stream]] = [[], []]
-        readers = [
-            threading.Thread(target=_drain, args=(pipe, keep + 1, into), daemon=True)
-            for pipe, into in zip((proc.stdout, proc.stderr), streams, strict=True)
-            if pipe is not None
-        ]
-        for reader in readers:
-            reader.start()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        finally:
-            for reader in readers:
-                reader.join()
-    empty = [Stream(b"", 0)]
-    return Ran(proc.returncode, (streams[0] or empty)[0], (streams[1] or empty)[0])
-
-
-def cut_to(stream: Stream, limit: int) -> str:
-    """A stream's text, whole when it fits in ``limit`` characters, else cut at the last line's
-    end that fits (inside the first line when even that does not fit) and ended by a note
-    saying where, and how to narrow the command."""
-    text = stream.text
-    if len(text) <= limit and len(stream.head) == stream.size:
-        return text
-    shown = text[:limit]
-    end = shown.rfind("\n")
-    if end < 0:
-        return (
-            f"{shown}\n[output cut at {limit:,} characters, inside line 1 (of {stream.size:,} bytes);"
-            f" narrow the command: {NARROW}]\n"
-        )
-    shown = shown[: end + 1]
-    return (
-        f"{shown}[output cut after {shown.count(chr(10))} lines ({len(shown.encode()):,} of"
-        f" {stream.size:,} bytes); narrow the command: {NARROW}]\n"
-    )
-
-
-def _searches(argv: list[str]) -> bool:
-    """Whether ``argv`` is a search whose exit status 1 means only that nothing matched."""
-    return argv[0] in ("grep", "rg") or argv[:5] == [
-        "git",
-        "--no-pager",
-        "-c",
-        "core.fsmonitor=false",
-        "grep",
-    ]

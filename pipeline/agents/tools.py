@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import glob as globbing
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,8 @@ from pipeline.agents.regex_search import (
     no_match,
     shown,
 )
-from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command, run_planned
+from pipeline.agents.run_command import run_planned
+from pipeline.agents.shell import ShellRefusal, describe, installed, plan_command
 from pipeline.agents.spawn import PARAMS_TOKEN
 from pipeline.errors import InputError
 from pipeline.formats.paging import cut_note, file_lines, numbered, page_note
@@ -256,13 +256,13 @@ def search(
     pattern: regex.Pattern[str],
     base: Path,
     glob: str | None = None,
-    deadline: float | None = None,
+    limit: float | None = None,
 ) -> Iterator[tuple[Match, list[str]]]:
     """Every line under ``base`` that ``pattern`` matches, in the files the role may read (the
     shared walk, the private paths and, for a cold role, the research log left out; a view's
-    hidden lines read as empty), with the lines of its file; ``TimedOut`` past ``deadline``
-    (``time.monotonic``; by default the role's tool time limit from now)."""
-    lines_of = LineSearch(pattern, deadline if deadline is not None else time.monotonic() + deps.bash_timeout)
+    hidden lines read as empty), with the lines of its file; ``TimedOut`` once the matching
+    took ``limit`` seconds (by default the role's tool time limit)."""
+    lines_of = LineSearch(pattern, limit if limit is not None else deps.bash_timeout)
     globs = globbed(glob)
     for file in _walk_files(deps, base):
         rel = deps.rel(file)
@@ -277,12 +277,17 @@ def search(
             yield match, lines
 
 
+BAD_PATTERN = "a ( ) [ ] { } * + ? . | or \\ meant as itself takes a backslash before it: def take\\("
+
+
 def missing(deps: ToolContext, path: str, real: Path) -> str:
     """The answer for a path that does not exist, with the names beside it that come close."""
     parent = real.parent
     names = [e.name for e in parent.iterdir() if not e.name.startswith(".")] if parent.is_dir() else []
     close = difflib.get_close_matches(real.name, names, n=3)
     hint = f" (did you mean {' or '.join(deps.rel(parent / n) for n in close)}?)" if close else ""
+    if not hint and any(c in path for c in "*?[{"):
+        hint = " (a path is no pattern: give the directory as path and the pattern as glob, such as '*.py')"
     return f"error: {path}: no such file or directory{hint}"
 
 
@@ -313,9 +318,11 @@ def grep(
     except Refused as exc:
         return _refusal(exc)
     except regex.error as exc:
-        return f"error: bad pattern: {exc}"
+        return f"error: bad pattern: {exc} ({BAD_PATTERN})"
     if not base.exists():
         return missing(deps, path, base)
+    if not base.is_dir() and not base.is_file():
+        return f"error: {path}: not a regular file"
     try:
         out, cut = shown(search(deps, compiled, base, glob), context, MAX_OUTPUT_CHARS)
     except TimedOut as exc:
@@ -397,8 +404,10 @@ def edit(ctx: RunContext[ToolContext], path: str, old_string: str, new_string: s
 BASH_DESCRIPTION = (
     "Run one read-only command with its arguments: {commands}.\n\n"
     "No shell runs it: quote a pattern as a shell would ('a|b', \"^def \", 'x$'); an unquoted glob"
-    " (src/*.py) names the files it matches; pipes, redirection, `;`, `&&` and $VARIABLES are refused."
-    " Each command takes only the options on its allow-list, and paths stay inside the repository."
+    " (src/*.py) names the files it matches and braces expand as in bash (--include=*.{{py,md}});"
+    " pipes, redirection, `;`, `&&` and $VARIABLES are refused. Each command takes only the options"
+    " on its allow-list, and paths stay inside the repository. An output longer than {limit:,}"
+    " characters is cut at a line's end, with a note."
 )
 
 
@@ -408,7 +417,8 @@ READERS = frozenset({"cat", "less", "more", "nl", "bat"})
 
 def bash_description() -> str:
     """The Bash tool's description: the commands this machine has (found at start-up)."""
-    return BASH_DESCRIPTION.format(commands=describe(installed()) or "none is installed on this machine")
+    commands = describe(installed()) or "none is installed on this machine"
+    return BASH_DESCRIPTION.format(commands=commands, limit=MAX_OUTPUT_CHARS)
 
 
 def _expanded(deps: ToolContext, words: list[Word]) -> list[str]:

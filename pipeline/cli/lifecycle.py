@@ -167,9 +167,10 @@ def status_lines(status: DirStatus) -> list[str]:
             out.append("    accepted: none")
         cur = doc.current
         if cur is not None:
+            run = f"run {cur.run_id} ({cur.kind}, {cur.outcome_words()})"
             out.append(
                 f"    current:  r{cur.number} (sha256 {cur.sha256[:12]}…) {doc.state_of(cur)}; "
-                f"run {cur.run_id} ({cur.kind}, {cur.outcome}) by {cur.actor or '?'} ({cur.requested_by})"
+                f"{run} by {cur.actor or '?'} ({cur.requested_by})"
             )
         else:
             out.append("    current:  none")

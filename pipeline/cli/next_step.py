@@ -31,8 +31,10 @@ def after_run(
     outcome: str,
     revisions: list[dict[str, object]],
     approved: bool = False,
+    declined: int = 0,
 ) -> str:
-    """The one line a run ends with (before its outcome line)."""
+    """The one line a run ends with (before its outcome line); ``declined``: how many parts of
+    the instruction the run declined (a candidate is then accepted as it is, or asked again)."""
     where = shown(directory)
     command = "final" if kind == PHASE4 else "create"
     if outcome == "PAUSED":
@@ -56,6 +58,12 @@ def after_run(
     candidates = [
         str(rev["name"]) + f" r{rev['number']}" for rev in revisions if rev.get("state") == "candidate"
     ]
+    if candidates and declined:
+        parts = "the part" if declined == 1 else f"the {declined} parts"
+        return (
+            f"next: read {parts} of the instruction the run declined (above); designloop approve {where}"
+            f" accepts {', '.join(candidates)} as it is, or designloop edit {where} asks again"
+        )
     if candidates:
         return f"next: designloop approve {where} accepts {', '.join(candidates)} ({CANDIDATE})"
     return f"next: designloop status {where} shows where the design stands"

@@ -125,6 +125,7 @@ def run_and_report(
             outcome=str(result.to_json()["outcome"]),
             revisions=revisions,
             approved=approval is not None and approval.refused is None,
+            declined=len(result.to_json()["declined"]),
         )
         present(run.run_dir, result, show, revisions, pasteable(step))
     raise typer.Exit(int(code))

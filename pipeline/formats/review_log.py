@@ -165,17 +165,23 @@ def log_revisions(entries: list[LogEntry]) -> list[Revision]:
     return [rev for entry in entries for rev in entry.revisions]
 
 
-def entry_findings(path: Path, number: int) -> list[str]:
-    """The blocker and should-fix lines of entry ``number``'s **Findings** list."""
+DECLINED_TAIL = " (the inline editor did not carry it out)"
+"""What follows each ``- declined: PART`` line of an entry's Findings list."""
+
+
+def entry_findings(path: Path, number: int, kinds: tuple[str, ...] = ("blocker", "should-fix")) -> list[str]:
+    """The lines of entry ``number``'s **Findings** list of ``kinds`` (by default its blocker and
+    should-fix lines; ``("declined",)``: the parts of the instruction its run declined)."""
     if not path.is_file():
         return []
     out: list[str] = []
     inside = False
+    starts = tuple(f"- {kind}:" for kind in kinds)
     for line in read_text(path, what="review log").lines:
         head = ENTRY_RE.match(line.strip()) if line.startswith("## Mutation") else None
         if head is not None:
             inside = int(head.group("num")) == number
-        elif inside and line.startswith(("- blocker:", "- should-fix:")):
+        elif inside and line.startswith(starts):
             out.append(line[2:])
     return out
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import quote, unquote
 
 from pipeline.errors import InputError
+from pipeline.formats.contracts import declined_words
 
 FILES: dict[str, str] = {
     "design": "_workflow/design.md",
@@ -87,6 +88,9 @@ class Revision:
     finalised: Finalised | None = None
     entry: int | None = None
     """The review-log entry that names it (known when it was read from the log)."""
+    declined: int = 0
+    """How many parts of the user's instruction the run's inline editor declined: a flag on the
+    outcome, named wherever the outcome is (the review log's marker carries it)."""
 
     @property
     def path(self) -> str:
@@ -102,6 +106,10 @@ class Revision:
     def line(self) -> str:
         """How the review log and the commands name it."""
         return f"{self.label()} (sha256 {self.sha256[:12]}…)"
+
+    def outcome_words(self) -> str:
+        """Its run's outcome as every line names it: ``PASS, 1 part of the instruction declined``."""
+        return f"{self.outcome}, {declined_words(self.declined)}" if self.declined else self.outcome
 
     def marker(self) -> str:
         """The review-log marker: every field, each value percent-encoded."""
@@ -119,6 +127,8 @@ class Revision:
             fields["inputs"] = ",".join(f"{k}:{v}" for k, v in sorted(self.inputs.items()))
         if self.finalised is not None:
             fields["finalised"] = self.finalised.encode()
+        if self.declined:
+            fields["declined"] = str(self.declined)
         text = " ".join(f"{k}={quote(v, safe='@:,.+_')}" for k, v in fields.items())
         return f"{MARKER_START} {self.file} {text} -->"
 
@@ -143,6 +153,7 @@ class Revision:
                 else None
             ),
             "review_log_entry": self.entry,
+            "declined": self.declined,
         }
 
 
@@ -178,6 +189,9 @@ def parse_marker(
     number, sha = fields.get("r", ""), fields.get("sha256", "")
     if not number.isdigit() or not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise _malformed("it needs r=<number> and sha256=<64 hex>", line, path)
+    declined = fields.get("declined", "0")
+    if not declined.isdigit():
+        raise _malformed(f"declined={declined!r} is not a number", line, path)
     inputs = dict(p.split(":", 1) for p in fields.get("inputs", "").split(",") if ":" in p)
     finalised = Finalised.decode(fields["finalised"]) if "finalised" in fields else None
     return Revision(
@@ -194,18 +208,25 @@ def parse_marker(
         inputs=inputs,
         finalised=finalised,
         entry=entry,
+        declined=int(declined),
     )
 
 
 def merge(*sources: list[Revision]) -> list[Revision]:
     """One list, by document and number, from several sources (the run store, the review log):
-    the first source's fields win, the review-log entry number is kept from whichever knows it."""
+    the first source's fields win; the review-log entry number and the declined parts, which
+    only the review log records, are kept from whichever knows them."""
     found: dict[tuple[str, int], Revision] = {}
     for source in sources:
         for rev in source:
             key = (rev.file, rev.number)
             if key not in found:
                 found[key] = rev
-            elif found[key].entry is None and rev.entry is not None:
-                found[key] = replace(found[key], entry=rev.entry)
+                continue
+            known = found[key]
+            if known.entry is None and rev.entry is not None:
+                known = replace(known, entry=rev.entry)
+            if not known.declined and rev.declined:
+                known = replace(known, declined=rev.declined)
+            found[key] = known
     return sorted(found.values(), key=lambda r: (r.file, r.number))

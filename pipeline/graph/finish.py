@@ -20,7 +20,7 @@ from pipeline.errors import WiringError
 from pipeline.formats.contracts import declined_words
 from pipeline.formats.findings import Finding
 from pipeline.formats.kinds import RunVerdict, Target
-from pipeline.formats.review_log import MutationEntry, append_entry
+from pipeline.formats.review_log import DECLINED_TAIL, MutationEntry, append_entry
 from pipeline.formats.textio import atomic_write
 from pipeline.graph import story
 from pipeline.graph.deps import RunDeps
@@ -153,7 +153,7 @@ def entry_items(state: RunStateBase, parts: EntryParts) -> list[str]:
     assert state.outcome is not None
     verdict = state.outcome.verdict
     items = [f"{f.severity}: {f.describe()}" for f in state.outcome.remaining]
-    items += [f"declined: {part} (the inline editor did not carry it out)" for part in state.outcome.declined]
+    items += [f"declined: {part}{DECLINED_TAIL}" for part in state.outcome.declined]
     items += parts.earlier + parts.suggestions + [f"note: {n}" for n in state.notes] + parts.surfaced
     if verdict == SHOULD_FIX_REMAINS:
         items.append(DEBT)

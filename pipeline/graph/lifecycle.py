@@ -82,6 +82,7 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
         run_id=state.run_id,
         kind=state.kind,
         outcome=state.outcome.verdict,
+        declined=len(state.outcome.declined),
         requested_by=deps.requested_by,
         actor=actor(design.repo_root),
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -95,7 +96,9 @@ def record_revisions(deps: RunDeps, state: RunStateBase, entry: MutationEntry) -
         floor = max((r.number for r in known if r.file == file), default=0)
         sha = hashlib.sha256(data).hexdigest()
         revision = replace(base, file=file, sha256=sha, finalised=final if file.startswith("final") else None)
-        recorded.append(store.add(directory_of(design), revision, data, floor))
+        # The store keeps no declined count (the review log's marker does): carried over here.
+        added = store.add(directory_of(design), revision, data, floor)
+        recorded.append(replace(added, declined=revision.declined))
     entry.revisions = recorded
     entry.finalised = final.describe() if final is not None else None
     if not deps.events.recorded(RevisionRecorded):

@@ -137,6 +137,10 @@ class RunStateBase(BaseModel):
     def budget_left(self) -> bool:
         return self.round < self.budget
 
+    def unchanged_rounds(self) -> set[int]:
+        """The rounds whose author (or editor) turn changed no byte of what the run writes."""
+        return set()
+
     def reviews(self) -> list[Review]:
         """Every review of every round: the mechanical checks and the gates kept as reports;
         each kind adds the reviews its loop keeps in records of their own."""

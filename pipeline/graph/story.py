@@ -104,17 +104,20 @@ def _counts(findings: list[Finding]) -> str:
     )
 
 
-def _turn(role: str, round_: int, wrote: bool = True) -> str:
+def _turn(role: str, round_: int, wrote: bool = True, unchanged: bool = False) -> str:
     if not wrote:  # the run changed no file: no turn of its author wrote anything
         return f"{role} wrote nothing"
     if role == "inline-editor":
         return "inline-editor edited the file"
+    if unchanged:  # the files' bytes say so, whatever the author's own summary said
+        return f"{role} left the draft unchanged"
     return f"{role} {'wrote' if round_ == 1 else 'revised'} the draft"
 
 
 def rounds_block(state: RunStateBase, wrote: bool = True) -> list[str]:
     """``**Rounds**``: a line per round naming every role that ran and what it raised; when the
-    run changed no file (``wrote`` false), its author is said to have written nothing."""
+    run changed no file (``wrote`` false), its author is said to have written nothing, and a
+    later round whose turn changed no byte (``unchanged_rounds``) left the draft unchanged."""
     found = raised(state)
     ran = reviews(state)
     authors: dict[int, str] = {}
@@ -122,8 +125,9 @@ def rounds_block(state: RunStateBase, wrote: bool = True) -> list[str]:
         if use.role in AUTHORS:
             authors.setdefault(use.round, use.role)
     lines = []
+    unchanged = state.unchanged_rounds()
     for round_ in range(1, state.round + 1):
-        parts = [_turn(authors[round_], round_, wrote)] if round_ in authors else []
+        parts = [_turn(authors[round_], round_, wrote, round_ in unchanged)] if round_ in authors else []
         for r in sorted((r for r in ran if r.round == round_), key=lambda r: ORDER.get(r.role, 5)):
             mine = [x.finding for x in found if x.round == round_ and x.role == r.role]
             who = r.role + (f" ({r.spawns} slices)" if r.spawns > 1 else "")

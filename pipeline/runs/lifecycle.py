@@ -23,7 +23,7 @@ from pipeline.formats.design_dir import DesignDir
 from pipeline.formats.kinds import CREATION_KINDS
 from pipeline.formats.research_log import load_research_log
 from pipeline.formats.review_chain import tampered
-from pipeline.formats.review_log import parse_entries
+from pipeline.formats.review_log import DECLINED_TAIL, entry_findings, parse_entries
 from pipeline.formats.revisions import FILES, REQUESTERS, Revision, basename
 from pipeline.formats.textio import check_write_target
 from pipeline.runs.lifecycle_read import Directory, open_findings, revision_stores, stage_files
@@ -44,6 +44,7 @@ ALREADY = "already-accepted"
 NOT_CANDIDATE = "not-a-candidate"
 FROZEN = "design-frozen"
 TAMPERED = "review-log-tampered"
+DECLINED = "instruction-declined"
 PASS = "PASS"
 
 
@@ -163,7 +164,7 @@ def _now() -> str:
 
 
 def record_for(rev: Revision, action: str, who: str, requested_by: str, why: str | None = None) -> Approval:
-    evidence = f"run {rev.run_id} ({rev.kind}, {rev.outcome})"
+    evidence = f"run {rev.run_id} ({rev.kind}, {rev.outcome_words()})"
     if rev.entry is not None:
         evidence += f", review log Mutation {rev.entry}"
     return Approval(_now(), action, rev.file, rev.number, rev.sha256, who, requested_by, evidence, why)
@@ -297,6 +298,8 @@ def approve_run(
         if exc.name != ALREADY:
             raise
         return Done("approve", design.rel(design.root), [])  # a finished run resumed: nothing more
+    if declined := next((rev for rev in mine if rev.declined), None):
+        raise _declined(design, declined)
     if lock is not None:
         try:
             lock.check()
@@ -304,6 +307,21 @@ def approve_run(
             raise _refuse(ACTIVE, exc.message, design, "approve it with designloop approve DIR") from None
     append_approvals(design.root / NAME, done.records)
     return done
+
+
+def _declined(design: DesignDir, rev: Revision) -> TransitionRefused:
+    """A run that did only part of what was asked is the user's to accept, never accepted by
+    --approve-if-ready: the refusal names the parts (from the run's review-log entry)."""
+    parts = entry_findings(design.mutations, rev.entry, ("declined",)) if rev.entry is not None else []
+    said = "; ".join(p.removeprefix("declined: ").removesuffix(DECLINED_TAIL) for p in parts)
+    where = f"the review log's Mutation {rev.entry}" if rev.entry is not None else "the run's summary"
+    return _refuse(
+        DECLINED,
+        f"{rev.label()}'s run {rev.run_id} ended {rev.outcome_words()}" + (f": {said}" if said else ""),
+        design,
+        f"read what was declined ({where} names it); to accept {rev.label()} as it is, run designloop "
+        f"approve {design.rel(design.root)}; or edit again to have it done",
+    )
 
 
 def _left_the_accepted(d: Directory, run_id: str) -> bool:

@@ -19,6 +19,7 @@ from pipeline.graph.create.companion import creation_target, stamp_companion
 from pipeline.graph.create.state import AUTHOR, AuthorTurn, Inconclusive, RunState, Update
 from pipeline.graph.deps import RunContext, RunDeps
 from pipeline.runs.events import RoundStarted, Stamped
+from pipeline.runs.fingerprint import output_files
 
 INLINE_DRAFT_CHARS = 1500
 
@@ -61,20 +62,31 @@ async def step1_author(state: RunState, runtime: RunContext) -> Update:
     return await asyncio.to_thread(_author_turn, state, deps, before, result, usage)
 
 
-def _author_params(state: RunState, deps: RunDeps) -> tuple[SpawnParams, str | None]:
-    """The round begins: the author's params, and the draft's fingerprint before the spawn."""
+def _author_params(state: RunState, deps: RunDeps) -> tuple[SpawnParams, tuple[str | None, str | None]]:
+    """The round begins: the author's params, and the fingerprints before the spawn of the draft
+    and of every output."""
     deps.events.emit(RoundStarted(round=state.round, budget=state.budget))
     draft = deps.abs(state.draft)
     flagged = tuple(state.flagged)
     inputs = RoundInputs(deps.design, state.kind, state.round, draft, flagged, target=state.target)
-    return params_for(AUTHOR, inputs), fingerprint(draft)
+    return params_for(AUTHOR, inputs), (fingerprint(draft), outputs(state, deps))
+
+
+def outputs(state: RunState, deps: RunDeps) -> str | None:
+    """The fingerprint of every file the run writes: the draft, then its companion."""
+    return fingerprint(deps.abs(state.draft), *output_files(deps.design, state.kind)[1:])
 
 
 def _author_turn(
-    state: RunState, deps: RunDeps, before: str | None, result: RoleResult, usage: RoleUsage
+    state: RunState,
+    deps: RunDeps,
+    fingerprints: tuple[str | None, str | None],
+    result: RoleResult,
+    usage: RoleUsage,
 ) -> Update:
     """What the author's spawn left: whether it wrote a draft, and what the run notes of it."""
     round_ = state.round
+    before, before_all = fingerprints
     draft = deps.abs(state.draft)
     # A failed author that left the file as it was wrote no draft, whatever an earlier run left
     # there; in a later round the draft an earlier round of this run wrote still stands.
@@ -97,10 +109,16 @@ def _author_turn(
             f"round {round_}: the author's output was INCONCLUSIVE ({result.error}); "
             "the run used the draft on disk"
         )
+    turn = AuthorTurn(
+        round=round_,
+        draft_ok=draft_ok,
+        status=result.status,
+        summary=summary[:500],
+        error=result.error,
+        before=before_all,
+    )
     update: Update = {
-        "author": AuthorTurn(
-            round=round_, draft_ok=draft_ok, status=result.status, summary=summary[:500], error=result.error
-        ),
+        "author": turn,
         "author_failures": state.author_failures + (0 if draft_ok else 1),
         "usage": [usage],
         "notes": notes,
@@ -119,7 +137,10 @@ def step1_stamp(state: RunState, runtime: RunContext) -> Update:
     deps = runtime.context
     path = deps.abs(state.draft)
     if state.kind != PHASE1 or state.author is None or not state.author.draft_ok:
-        return {"stamped": has_stamp(path) if state.kind == PHASE1 else False}
+        return {
+            "stamped": has_stamp(path) if state.kind == PHASE1 else False,
+            "unchanged": _unchanged(state, deps),
+        }
     deps.fence()
     # A design that was stamped before the run keeps its stamp (the seed's idempotency guard).
     before = deps.before(path)
@@ -131,7 +152,16 @@ def step1_stamp(state: RunState, runtime: RunContext) -> Update:
     # With target=both the seeded companion is stamped with the same SHA.
     companion = stamp_companion(deps) if state.target == "both" else True
     deps.record_wrote(state.kind)
-    return {"stamped": companion}
+    return {"stamped": companion, "unchanged": _unchanged(state, deps)}
+
+
+def _unchanged(state: RunState, deps: RunDeps) -> list[int]:
+    """This round, when it is not the first and its author turn, stamp included, left every
+    output's bytes as they were when the turn began."""
+    turn = state.author
+    if state.round == 1 or turn is None or turn.round != state.round or turn.before is None:
+        return []
+    return [state.round] if outputs(state, deps) == turn.before else []
 
 
 def step6_mechanical_first(state: RunState, runtime: RunContext) -> Update:

@@ -33,6 +33,8 @@ class AuthorTurn(Record):
     status: Status
     summary: str = ""
     error: str | None = None
+    before: str | None = None
+    """The fingerprint of the run's outputs when the turn began (graph.create.author.fingerprint)."""
 
 
 class SectionSpan(Record):
@@ -197,6 +199,12 @@ class RunState(RunStateBase):
     inconclusive: Annotated[list[Inconclusive], operator.add] = Field(default_factory=list)
     history: Annotated[list[RoundHistory], operator.add] = Field(default_factory=list)
     stamped: bool = False
+    unchanged: Annotated[list[int], operator.add] = Field(default_factory=list)
+    """The rounds after the first whose author turn (with the stamp) left the outputs' bytes as
+    they were: the review's story says the author left the draft unchanged."""
+
+    def unchanged_rounds(self) -> set[int]:
+        return set(self.unchanged)
 
     def reviews(self) -> list[Review]:
         return [
@@ -235,3 +243,4 @@ class Update(BaseUpdate, total=False):
     inconclusive: list[Inconclusive]
     history: list[RoundHistory]
     stamped: bool
+    unchanged: list[int]

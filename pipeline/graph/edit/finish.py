@@ -104,6 +104,27 @@ def _diff_summary(state: EditState, diffs: list[FileDiff]) -> str:
     return " ".join(parts)
 
 
+def _blocker_warning(state: EditState, diffs: list[FileDiff]) -> str:
+    """What the entry warns of when blockers remain, from what the run did: an edit never
+    applied (and whether it left anything on disk, from the real diff), or the rounds spent."""
+    applied = state.applied
+    if applied is not None and not applied.applied:
+        if not diffs:
+            return (
+                "warning: the edit was not applied, and no file was changed: the documents are as "
+                "they were before the run"
+            )
+        return (
+            f"warning: the edit was not applied; what the run left on disk ({describe_diff(diffs)}) "
+            "stays for manual resolution"
+        )
+    rounds = f"{state.round} of {state.budget} rounds"
+    spent = (
+        f"the budget is spent ({rounds})" if not state.budget_left() else f"the run stopped after {rounds}"
+    )
+    return f"warning: {spent} with blockers remaining; the partial edit stays on disk for manual resolution"
+
+
 def _sync_lines(state: EditState) -> tuple[str | None, list[str]]:
     """design-sync's own line: a zero-delta sync's one-line entry, or what the companion did."""
     sync = state.sync
@@ -136,8 +157,7 @@ def step7_review_log(state: EditState, runtime: RunContext) -> BaseUpdate:
         cold_read_scope=cold_read_scope,
         cold_read=cold_read,
         suggestions=[f"suggestion: {f.describe()}" for f in state.merged if f.severity == "suggestion"],
-        blocker_warning="warning: the budget is spent with blockers remaining; the partial edit stays "
-        "on disk for manual resolution",
+        blocker_warning=_blocker_warning(state, diffs),
         extra=extra,
         one_line=one_line,
     )
